@@ -1,0 +1,1 @@
+//! Shared workloads for the benchmarks and the `compare` binary.

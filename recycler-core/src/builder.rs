@@ -1,0 +1,282 @@
+//! [`RecyclerBuilder`]: the knobs of a [`Recycler`], checked in one place.
+
+use std::fmt;
+
+use crate::error::ConfigError;
+use crate::recyclable::Recyclable;
+use crate::recycler::Recycler;
+
+/// Makes a fresh object when the pool has none.
+pub(crate) type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
+
+/// The largest `batch_size` accepted.
+pub(crate) const MAX_BATCH_SIZE: usize = 1 << 16;
+
+/// A recycler's settings, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Config {
+    /// Idle objects one thread's cache holds before it spills a batch.
+    pub(crate) max_capacity_per_thread: usize,
+    /// Objects moved at a time between a cache, the inboxes and the depot;
+    /// never more than `max_capacity_per_thread` (when that is not 0).
+    pub(crate) batch_size: usize,
+    /// Pool one of every `ratio` freshly made objects.
+    pub(crate) ratio: usize,
+    /// Idle objects the shared depot holds at most.
+    pub(crate) depot_capacity: usize,
+}
+
+impl Config {
+    /// The defaults: Netty's capacity and chunk size, every object pooled.
+    pub(crate) const DEFAULT: Config = Config {
+        max_capacity_per_thread: 4096,
+        batch_size: 32,
+        ratio: 1,
+        depot_capacity: 4 * 4096,
+    };
+
+    /// Whether released objects may be kept at all.
+    #[inline]
+    pub(crate) fn pooling(&self) -> bool {
+        self.max_capacity_per_thread != 0
+    }
+}
+
+/// Builds a [`Recycler`] with settings other than the defaults.
+///
+/// Made by [`Recycler::builder`] (factory `T::default`) or
+/// [`Recycler::builder_with_factory`]. Setters take and return the builder;
+/// [`build`](Self::build) checks every setting at once.
+///
+/// | setting | default | meaning |
+/// | --- | --- | --- |
+/// | [`max_capacity_per_thread`](Self::max_capacity_per_thread) | 4096 | idle objects one thread keeps; 0 disables pooling |
+/// | [`batch_size`](Self::batch_size) | 32 | objects moved at a time between threads and the depot |
+/// | [`ratio`](Self::ratio) | 1 | pool one of every `ratio` freshly made objects |
+/// | [`depot_capacity`](Self::depot_capacity) | 4 × `max_capacity_per_thread` | idle objects the shared depot holds |
+///
+/// # Examples
+///
+/// ```
+/// use recycler_core::Recycler;
+///
+/// let pool = Recycler::builder_with_factory(|| Vec::<u8>::with_capacity(1024))
+///     .max_capacity_per_thread(256)
+///     .batch_size(16)
+///     .build()?;
+/// assert!(pool.get().capacity() >= 1024);
+/// # Ok::<(), recycler_core::ConfigError>(())
+/// ```
+pub struct RecyclerBuilder<T> {
+    factory: Factory<T>,
+    max_capacity_per_thread: usize,
+    batch_size: usize,
+    ratio: usize,
+    depot_capacity: Option<usize>,
+}
+
+impl<T> RecyclerBuilder<T> {
+    pub(crate) fn with_factory(factory: Factory<T>) -> Self {
+        Self {
+            factory,
+            max_capacity_per_thread: Config::DEFAULT.max_capacity_per_thread,
+            batch_size: Config::DEFAULT.batch_size,
+            ratio: Config::DEFAULT.ratio,
+            depot_capacity: None,
+        }
+    }
+
+    /// Replaces the factory that makes objects when the pool has none.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<String>::builder()
+    ///     .factory(|| String::with_capacity(80))
+    ///     .build()?;
+    /// assert!(pool.get().capacity() >= 80);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn factory(mut self, f: impl Fn() -> T + Send + Sync + 'static) -> Self {
+        self.factory = Box::new(f);
+        self
+    }
+
+    /// Idle objects one thread's cache holds (Netty's `maxCapacityPerThread`,
+    /// default 4096). Past it, the cache spills its oldest batch to the shared
+    /// depot. 0 disables pooling: every released object is dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().max_capacity_per_thread(0).build()?;
+    /// drop(pool.get());
+    /// assert_eq!(pool.stats().dropped, 1);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn max_capacity_per_thread(mut self, n: usize) -> Self {
+        self.max_capacity_per_thread = n;
+        self
+    }
+
+    /// Objects moved at a time (Netty's chunk size, default 32): from the
+    /// inbox into a cache, from a cache to the depot and back, and from a
+    /// releasing thread to an object's home. At least 1, at most 65536;
+    /// capped at `max_capacity_per_thread`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().batch_size(64).build()?;
+    /// # drop(pool);
+    /// assert!(Recycler::<Vec<u8>>::builder().batch_size(0).build().is_err());
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn batch_size(mut self, n: usize) -> Self {
+        self.batch_size = n;
+        self
+    }
+
+    /// Pool one of every `n` freshly made objects (default 1: all of them);
+    /// the others are dropped when released. Objects taken from the pool are
+    /// always pooled again. As in Netty, a high ratio keeps a burst of new
+    /// objects from filling the pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().ratio(4).build()?;
+    /// let guards: Vec<_> = (0..8).map(|_| pool.get()).collect();
+    /// drop(guards);
+    /// assert_eq!(pool.stats().idle, 2);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn ratio(mut self, n: usize) -> Self {
+        self.ratio = n;
+        self
+    }
+
+    /// Idle objects the shared depot holds at most (default 4 ×
+    /// `max_capacity_per_thread`). The depot takes the batches that caches
+    /// spill and the contents of caches whose threads exit; what does not fit
+    /// is dropped and counted.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().depot_capacity(1024).build()?;
+    /// # drop(pool);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn depot_capacity(mut self, n: usize) -> Self {
+        self.depot_capacity = Some(n);
+        self
+    }
+
+    /// Checks every setting.
+    fn validate(&self) -> Result<Config, ConfigError> {
+        if self.batch_size == 0 {
+            return Err(ConfigError::Zero { field: "batch_size" });
+        }
+        if self.batch_size > MAX_BATCH_SIZE {
+            return Err(ConfigError::TooLarge {
+                field: "batch_size",
+                value: self.batch_size,
+                max: MAX_BATCH_SIZE,
+            });
+        }
+        if self.ratio == 0 {
+            return Err(ConfigError::Zero { field: "ratio" });
+        }
+        let max = self.max_capacity_per_thread;
+        Ok(Config {
+            max_capacity_per_thread: max,
+            batch_size: if max == 0 { self.batch_size } else { self.batch_size.min(max) },
+            ratio: self.ratio,
+            depot_capacity: self.depot_capacity.unwrap_or(max.saturating_mul(4)),
+        })
+    }
+}
+
+impl<T: Recyclable + Send + 'static> RecyclerBuilder<T> {
+    /// Checks the settings and makes the recycler.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the first setting out of range: `batch_size` of
+    /// 0 or above 65536, `ratio` of 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let err = Recycler::<String>::builder().ratio(0).build().unwrap_err();
+    /// assert_eq!(err.to_string(), "`ratio` is 0; it must be at least 1");
+    /// ```
+    pub fn build(self) -> Result<Recycler<T>, ConfigError> {
+        let config = self.validate()?;
+        Ok(Recycler::from_parts(self.factory, config))
+    }
+}
+
+impl<T> fmt::Debug for RecyclerBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecyclerBuilder")
+            .field("max_capacity_per_thread", &self.max_capacity_per_thread)
+            .field("batch_size", &self.batch_size)
+            .field("ratio", &self.ratio)
+            .field("depot_capacity", &self.depot_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder() -> RecyclerBuilder<u8> {
+        RecyclerBuilder::with_factory(Box::new(|| 0))
+    }
+
+    #[test]
+    fn defaults() {
+        let c = builder().validate().unwrap();
+        assert_eq!(c, Config::DEFAULT);
+        assert_eq!(c.depot_capacity, 16384);
+        assert!(c.pooling());
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert_eq!(
+            builder().batch_size(0).validate(),
+            Err(ConfigError::Zero { field: "batch_size" })
+        );
+        assert_eq!(builder().ratio(0).validate(), Err(ConfigError::Zero { field: "ratio" }));
+        let err = builder().batch_size(usize::MAX).validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("`batch_size` is {}; it must be at most 65536", usize::MAX)
+        );
+    }
+
+    #[test]
+    fn batch_is_capped_by_capacity() {
+        let c = builder().max_capacity_per_thread(8).validate().unwrap();
+        assert_eq!(c.batch_size, 8);
+        let c = builder().max_capacity_per_thread(0).validate().unwrap();
+        assert!(!c.pooling());
+        assert_eq!(c.depot_capacity, 0);
+    }
+}

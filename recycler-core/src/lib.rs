@@ -1,0 +1,93 @@
+//! Fast, safe object reuse: a thread-local object recycler with cross-thread
+//! handoff.
+//!
+//! Programs that make the same kinds of objects millions of times a second
+//! (event loops, protocol codecs, message brokers, storage engines) spend much
+//! of that time in the allocator and in re-growing buffers. A [`Recycler<T>`]
+//! keeps released objects, resets them, and hands them out again, with their
+//! allocations intact.
+//!
+//! # Getting started
+//!
+//! ```
+//! use recycler_core::{Recyclable, Recycler};
+//!
+//! #[derive(Default)]
+//! struct Message {
+//!     topic: String,
+//!     payload: Vec<u8>,
+//! }
+//!
+//! impl Recyclable for Message {
+//!     fn reset(&mut self) {
+//!         self.topic.reset();
+//!         self.payload.reset();
+//!     }
+//! }
+//!
+//! let pool: Recycler<Message> = Recycler::new();
+//! for i in 0..3 {
+//!     let mut msg = pool.get(); // from the pool, or made by `Message::default`
+//!     msg.topic.push_str("orders");
+//!     msg.payload.extend_from_slice(&[i; 512]);
+//!     // dropped here: reset, and back into this thread's cache
+//! }
+//! let stats = pool.stats();
+//! assert_eq!((stats.created, stats.hits), (1, 2));
+//! ```
+//!
+//! # How it works
+//!
+//! Each thread has its own cache of idle objects. [`Recycler::get`] pops it,
+//! and dropping the guard on the same thread pushes onto it: a thread-local
+//! lookup, a pop and a push, with no lock and no atomic read-modify-write. A
+//! guard dropped on another thread sends its object home through the owner's
+//! inbox, gathered in batches so that one channel operation moves many
+//! objects. A cache that grows past
+//! [`max_capacity_per_thread`](RecyclerBuilder::max_capacity_per_thread)
+//! spills a batch to a shared depot; a thread with nothing cached refills from
+//! its inbox, then from the depot, and only then calls the factory. When a
+//! thread exits, its cache and inbox go to the depot, so no object is stranded
+//! with a dead thread.
+//!
+//! The guard, [`Pooled`], returns the object when dropped. Rust's ownership
+//! makes a double release impossible, and [`Recyclable::reset`] runs on
+//! release, on the releasing thread. See `docs/design.md` in the repository
+//! for the design and its invariants.
+//!
+//! # Safety and correctness
+//!
+//! The unsafe code is confined to the per-thread cache (an `UnsafeCell` that
+//! only the owning thread touches), the guards (which move the object out
+//! exactly once) and the thread-exit hook. Every `unsafe` block states the
+//! invariant it relies on. All synchronization goes through one facade module,
+//! so the loom models in the `recycler-tests` package check the real code:
+//! a foreign release racing the owner's drain, two foreign releasers, and a
+//! thread exit racing a refill from the depot. Stress tests count every
+//! object: made = in use + idle + dropped + detached.
+#![doc(test(no_crate_inject, attr(deny(warnings))))]
+
+// Lets the derive's output, which names `::recycler_core`, work in this crate.
+extern crate self as recycler_core;
+
+mod builder;
+mod depot;
+mod error;
+mod guard;
+mod inbox;
+mod local;
+mod loom;
+mod recyclable;
+mod recycler;
+mod registry;
+mod stats;
+
+pub use crate::builder::RecyclerBuilder;
+pub use crate::error::ConfigError;
+pub use crate::guard::{OwnedPooled, Pooled};
+pub use crate::recyclable::Recyclable;
+pub use crate::recycler::Recycler;
+pub use crate::stats::RecyclerStats;
+
+#[cfg(feature = "derive")]
+pub use recycler_derive::Recyclable;

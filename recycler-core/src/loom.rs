@@ -1,0 +1,158 @@
+//! The one switch between `std` and [`loom`](https://docs.rs/loom) types.
+//!
+//! Every atomic, lock, `UnsafeCell`, thread-local and per-thread slot the
+//! library uses comes from here, so that building with `RUSTFLAGS="--cfg loom"`
+//! runs the loom models against the real code rather than a copy of it.
+//!
+//! Two kinds of state are deliberately *not* switched:
+//! - `Arc`/`Weak` stay `std` in both builds: loom's `Arc` has no `Weak`, which
+//!   the thread-exit hooks need, and the reference count is not what the
+//!   models check.
+//! - statistics counters ([`StatCounter`]) stay `std` atomics: they are
+//!   `Relaxed` tallies read for reporting only, and modelling every one of
+//!   them would multiply loom's search space without checking anything.
+
+pub(crate) use std::sync::{Arc, Weak};
+
+/// A statistics counter (see the module docs for why it is never a loom type).
+pub(crate) type StatCounter = std::sync::atomic::AtomicU64;
+
+/// Process-wide counters that hand out identities; loom need not model them.
+pub(crate) mod process {
+    pub(crate) use std::sync::atomic::AtomicU64;
+}
+
+#[cfg(not(loom))]
+pub(crate) use self::std_impl::*;
+
+#[cfg(loom)]
+pub(crate) use self::loom_impl::*;
+
+#[cfg(not(loom))]
+mod std_impl {
+    pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use std::sync::{Mutex, MutexGuard};
+    pub(crate) use std::thread_local;
+
+    /// `std::cell::UnsafeCell` with loom's closure-based API (the part we use).
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` with a unique pointer to the value.
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    /// One value per thread, kept until the whole set drops: the
+    /// `thread_local` crate, which hands a dead thread's value to the next
+    /// thread that reuses its id.
+    pub(crate) struct ThreadSlots<T: Send>(thread_local::ThreadLocal<T>);
+
+    impl<T: Send> ThreadSlots<T> {
+        pub(crate) fn new() -> Self {
+            Self(thread_local::ThreadLocal::new())
+        }
+
+        /// The calling thread's value, if it has one. Never panics, even
+        /// while the thread's thread-locals are being destroyed.
+        #[inline(always)]
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.0.get()
+        }
+
+        /// The calling thread's value, made by `create` if it has none.
+        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
+            self.0.get_or(create)
+        }
+
+        /// Every thread's value.
+        pub(crate) fn iter(&self) -> impl Iterator<Item = &T>
+        where
+            T: Sync,
+        {
+            self.0.iter()
+        }
+    }
+}
+
+#[cfg(loom)]
+mod loom_impl {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use loom::sync::{Mutex, MutexGuard};
+    pub(crate) use loom::thread_local;
+
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+
+    /// Identity of a loom thread for [`ThreadSlots`]; loom runs its threads
+    /// on one OS thread, so the `thread_local` crate cannot tell them apart.
+    static NEXT_KEY: StdAtomicUsize = StdAtomicUsize::new(1);
+
+    loom::thread_local! {
+        static KEY: Cell<usize> = const { Cell::new(0) };
+    }
+
+    fn key() -> Option<usize> {
+        KEY.try_with(|key| {
+            if key.get() == 0 {
+                key.set(NEXT_KEY.fetch_add(1, StdOrdering::Relaxed));
+            }
+            key.get()
+        })
+        .ok()
+    }
+
+    /// One value per loom thread. The lookup itself is not modelled (a `std`
+    /// mutex that is never held across a loom yield point); the values are.
+    pub(crate) struct ThreadSlots<T> {
+        slots: std::sync::Mutex<Vec<(usize, Box<T>)>>,
+    }
+
+    impl<T> ThreadSlots<T> {
+        pub(crate) fn new() -> Self {
+            Self { slots: std::sync::Mutex::new(Vec::new()) }
+        }
+
+        fn lookup(&self, key: usize) -> Option<&T> {
+            let slots = self.slots.lock().unwrap();
+            let found = slots.iter().find(|(k, _)| *k == key)?;
+            let ptr: *const T = &*found.1;
+            // SAFETY: entries are boxed and never removed or replaced while
+            // `self` lives (removal needs `&mut self`), so the box's target
+            // outlives the returned borrow of `self`.
+            Some(unsafe { &*ptr })
+        }
+
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.lookup(key()?)
+        }
+
+        pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {
+            let key = key().expect("loom thread-local slots used during thread teardown");
+            if let Some(value) = self.lookup(key) {
+                return value;
+            }
+            let boxed = Box::new(create());
+            let ptr: *const T = &*boxed;
+            self.slots.lock().unwrap().push((key, boxed));
+            // SAFETY: as in `lookup`: the box was just stored and is never
+            // removed while `self` lives.
+            unsafe { &*ptr }
+        }
+
+        pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+            let slots = self.slots.lock().unwrap();
+            let ptrs: Vec<*const T> = slots.iter().map(|(_, b)| &**b as *const T).collect();
+            // SAFETY: as in `lookup`: every box outlives the borrow of `self`.
+            ptrs.into_iter().map(|p| unsafe { &*p })
+        }
+    }
+}

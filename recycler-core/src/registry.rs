@@ -1,0 +1,149 @@
+//! Thread tokens, and the exit hook that empties a thread's caches when the
+//! thread ends.
+//!
+//! Every thread that uses a recycler gets a [`Token`]: a number no other
+//! thread of the process ever gets, so that comparing a cache's owner with the
+//! calling thread's token is a plain load and compare. Tokens are never
+//! reused, unlike the ids of the `thread_local` crate, which hands a dead
+//! thread's slot to the next thread that takes its id.
+//!
+//! The `thread_local` crate does not drop a thread's value when the thread
+//! exits, so a thread's cached objects would stay where they are until some
+//! later thread happened to get the same id. To avoid stranding them, the
+//! first time a thread claims a cache it registers an [`ExitFlush`] hook in a
+//! thread-local of its own; the hook runs when the thread's thread-locals are
+//! destroyed and hands the cache's contents to the shared depot.
+//!
+//! # Ordering with the `thread_local` crate
+//!
+//! The hook must run while the thread still owns its slot, i.e. before the
+//! `thread_local` crate's own thread-local guard frees the thread's id. The
+//! crate registers that guard the first time the thread touches any
+//! `ThreadLocal`; we register ours afterwards (a cache is claimed only after
+//! the slot lookup), and thread-local destructors run in reverse order of
+//! registration on the platforms `std` supports, so ours runs first. The hook
+//! also re-checks ownership before touching a cache.
+
+use std::cell::{Cell, RefCell};
+
+use crate::loom::process::AtomicU64;
+use crate::loom::{Weak, thread_local};
+
+/// The identity of a thread, as seen by the caches it owns.
+pub(crate) type Token = u64;
+
+/// The owner of a cache that no live thread owns.
+pub(crate) const NOBODY: Token = 0;
+
+/// The calling thread has not used any recycler yet.
+const UNASSIGNED: Token = u64::MAX;
+
+/// The calling thread is exiting: its thread-locals are being destroyed.
+pub(crate) const EXITED: Token = u64::MAX - 1;
+
+/// The next token to hand out; live tokens are `1..EXITED`.
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+
+/// What a recycler does with the calling thread's cache when the thread exits.
+pub(crate) trait ExitFlush: Send + Sync {
+    /// Empties the cache at `local` into shared storage.
+    ///
+    /// # Safety
+    ///
+    /// `local` must be the pointer registered with this hook: a cache owned by
+    /// this recycler, which keeps it alive for as long as the recycler lives.
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token);
+}
+
+struct Hook {
+    target: Weak<dyn ExitFlush>,
+    local: *const (),
+}
+
+/// The hooks of one thread, run when its thread-locals are destroyed.
+struct ExitHooks {
+    hooks: RefCell<Vec<Hook>>,
+}
+
+impl Drop for ExitHooks {
+    fn drop(&mut self) {
+        // From here on the thread owns nothing: guards dropped later in this
+        // thread's teardown (or by the hooks themselves) take the foreign path.
+        let token = TOKEN.try_with(|t| t.replace(EXITED)).unwrap_or(EXITED);
+        let hooks = std::mem::take(self.hooks.get_mut());
+        for hook in hooks {
+            if let Some(target) = hook.target.upgrade() {
+                // SAFETY: `hook.local` was registered together with
+                // `hook.target` by `register`, whose caller guarantees it is
+                // a cache of that recycler; the upgraded `Arc` keeps the
+                // recycler, and so the cache, alive during the call.
+                unsafe { target.flush_on_exit(hook.local, token) };
+            }
+        }
+    }
+}
+
+thread_local! {
+    static TOKEN: Cell<Token> = const { Cell::new(UNASSIGNED) };
+    static HOOKS: ExitHooks = const { ExitHooks { hooks: RefCell::new(Vec::new()) } };
+}
+
+/// The calling thread's token, or a value no cache is owned by (unassigned,
+/// exiting) that sends the caller down the slow path.
+#[inline(always)]
+pub(crate) fn current() -> Token {
+    TOKEN.try_with(Cell::get).unwrap_or(EXITED)
+}
+
+/// Whether `token` names a live thread.
+#[inline]
+pub(crate) fn is_live(token: Token) -> bool {
+    token != UNASSIGNED && token != EXITED
+}
+
+/// Gives the calling thread a token if it has none yet.
+///
+/// Returns [`EXITED`] when the thread's thread-locals are being destroyed,
+/// for then no hook could run at its exit and it must own nothing.
+#[cold]
+pub(crate) fn assign() -> Token {
+    let token = current();
+    if token != UNASSIGNED {
+        return token;
+    }
+    // Touch the hooks first, so that their destructor is registered before
+    // the thread can own anything.
+    if HOOKS.try_with(|_| ()).is_err() {
+        return EXITED;
+    }
+    let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // 2^64 - 2 tokens would take centuries to hand out; refuse rather than
+    // wrap into the reserved values.
+    if token >= EXITED {
+        return EXITED;
+    }
+    if TOKEN.try_with(|t| t.set(token)).is_err() {
+        return EXITED;
+    }
+    token
+}
+
+/// Registers `target.flush_on_exit(local, ..)` to run when the calling thread
+/// exits. Returns `false` if the thread is already exiting.
+///
+/// # Safety
+///
+/// `local` must point to a cache owned by `target` that lives as long as
+/// `target` does, and must be owned by the calling thread.
+pub(crate) unsafe fn register(target: Weak<dyn ExitFlush>, local: *const ()) -> bool {
+    HOOKS
+        .try_with(|hooks| {
+            let mut hooks = hooks.hooks.borrow_mut();
+            // Forget recyclers that have been dropped, amortized over pushes.
+            if hooks.len() >= 8 && hooks.len().is_power_of_two() {
+                hooks.retain(|h| h.target.strong_count() > 0);
+            }
+            hooks.push(Hook { target, local });
+        })
+        .is_ok()
+}

@@ -1,0 +1,1 @@
+//! Integration, stress and loom tests for `recycler-core`; see `tests/`.
