@@ -80,6 +80,7 @@ mod loom;
 mod recyclable;
 mod recycler;
 mod registry;
+mod shrink;
 mod stats;
 
 pub use crate::builder::RecyclerBuilder;
@@ -87,6 +88,7 @@ pub use crate::error::ConfigError;
 pub use crate::guard::{OwnedPooled, Pooled};
 pub use crate::recyclable::Recyclable;
 pub use crate::recycler::Recycler;
+pub use crate::shrink::ShrinkTo;
 pub use crate::stats::RecyclerStats;
 
 #[cfg(feature = "derive")]
