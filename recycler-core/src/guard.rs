@@ -84,7 +84,7 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
 }
 
 impl<T: Recyclable> Drop for Pooled<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
@@ -184,7 +184,7 @@ impl<T: Recyclable> OwnedPooled<T> {
 }
 
 impl<T: Recyclable> Drop for OwnedPooled<T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.

@@ -49,6 +49,12 @@ use std::mem::size_of;
 /// assert_eq!(req.retries, 0);
 /// assert_eq!(req.retained_bytes(), req.path.capacity());
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `Recyclable`",
+    label = "`{Self}` cannot be reset for reuse",
+    note = "for a field of this type in a `#[derive(Recyclable)]` type, add `#[recycle(default)]` to reset it to `Default::default()`, `#[recycle(skip)]` to keep its value, or `#[recycle(with = path::to::fn)]` to reset it with a `fn(&mut {Self})`",
+    note = "for a type of your own, add `#[derive(Recyclable)]` or implement `recycler_core::Recyclable`"
+)]
 pub trait Recyclable {
     /// Restore the freshly made state, keeping allocations for reuse.
     fn reset(&mut self);

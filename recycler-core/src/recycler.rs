@@ -77,6 +77,8 @@ pub struct Recycler<T> {
 
 /// The state shared by all threads of one recycler.
 pub(crate) struct Inner<T> {
+    /// Unique for the life of the process; keys the threads' hot indexes.
+    id: u64,
     /// One cache per thread.
     slots: ThreadSlots<Local<T>>,
     depot: Depot<T>,
@@ -160,6 +162,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
 
     pub(crate) fn from_parts(factory: Factory<T>, config: Config) -> Self {
         let inner = Arc::new_cyclic(|this: &Weak<Inner<T>>| Inner {
+            id: registry::new_recycler_id(),
             slots: ThreadSlots::new(),
             depot: Depot::new(config.depot_capacity),
             factory,
@@ -315,21 +318,24 @@ impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
 }
 
 impl<T: Recyclable> Inner<T> {
-    /// The owner path of `get`: pop the calling thread's cache.
+    /// The owner path of `get`: pop the calling thread's cache, found
+    /// through the thread's hot index.
     ///
-    /// `None` sends the caller to the slow path: no cache yet, not the owner,
-    /// releases pending to send home, or an empty cache.
+    /// `None` sends the caller to the slow path: the cache is not in the hot
+    /// index (none yet, not claimed, releases pending to send home) or empty.
     #[inline(always)]
     fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = self.slots.get()?;
-        if !local.is_owned_by(registry::current()) {
+        let local = registry::hot(self.id).cast::<Local<T>>();
+        if local.is_null() {
             return None;
         }
-        // SAFETY: the calling thread owns `local`, and the closure runs no
-        // user code.
-        let obj = unsafe {
-            local.with_cache(|c| if c.pending.is_empty() { c.batch.pop_back() } else { None })
-        }?;
+        // SAFETY: a hot-index entry for this recycler's id points to a cache
+        // of this recycler (alive: `&self`) that the calling thread owns and
+        // that has nothing pending (the contract of `registry::set_hot`).
+        let local = unsafe { &*local };
+        // SAFETY: the calling thread owns `local` (as above), and the closure
+        // runs no user code.
+        let obj = unsafe { local.with_cache(|c| c.batch.pop_back()) }?;
         Counters::add_owned(&local.counters.hits, 1);
         Some((obj, Home::new(Some(local), false)))
     }
@@ -356,8 +362,14 @@ impl<T: Recyclable> Inner<T> {
             return Some((obj, Home::new(None, false)));
         };
         self.flush_pending(local);
-        // SAFETY (both blocks): `local_for_current` returns a cache the
+        // SAFETY (all three blocks): `local_for_current` returns a cache the
         // calling thread owns; the closures run no user code.
+        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
+            // SAFETY: the calling thread owns `local`, a cache of this
+            // recycler, and has just checked that nothing is pending;
+            // `release_foreign` removes the entry before it adds to `pending`.
+            unsafe { registry::set_hot(self.id, ptr::from_ref(local).cast()) };
+        }
         let mut obj = unsafe { local.with_cache(|c| c.batch.pop_back()) };
         if obj.is_none() && self.refill(local) {
             // SAFETY: as above.
@@ -450,30 +462,55 @@ impl<T: Recyclable> Inner<T> {
         obj.reset();
         mem::forget(unwinding);
 
-        let token = registry::current();
         // SAFETY: a guard borrows (or holds an `Arc` of) the recycler, so the
         // recycler outlives this call.
         if let Some(local) = unsafe { home.local() } {
-            if local.is_owned_by(token) {
-                let max = self.config.max_capacity_per_thread;
-                let batch_size = self.config.batch_size;
-                // SAFETY: the calling thread owns `local`; the closure runs no
-                // user code (pushing and draining move boxes only).
-                let spill = unsafe {
-                    local.with_cache(|c| {
-                        c.batch.push_back(obj);
-                        (c.batch.len() > max)
-                            .then(|| c.batch.drain(..batch_size).collect::<Batch<T>>())
-                    })
-                };
-                Counters::add_owned(&local.counters.released_local, 1);
-                if let Some(batch) = spill {
-                    self.spill(local, batch);
-                }
+            if local.is_owned_by(registry::current()) {
+                self.release_owned(local, obj);
                 return;
             }
         }
         self.release_foreign(obj, home);
+    }
+
+    /// Pushes a released object onto the cache of the calling thread, which
+    /// owns `local`; past `max_capacity_per_thread`, spills first.
+    #[inline(always)]
+    fn release_owned(&self, local: &Local<T>, obj: Box<T>) {
+        let max = self.config.max_capacity_per_thread;
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        let full = unsafe {
+            local.with_cache(|c| {
+                if c.batch.len() < max {
+                    c.batch.push_back(obj);
+                    None
+                } else {
+                    Some(obj)
+                }
+            })
+        };
+        match full {
+            None => Counters::add_owned(&local.counters.released_local, 1),
+            Some(obj) => self.release_spilling(local, obj),
+        }
+    }
+
+    /// Release on the owner thread into a full cache: spill the oldest batch
+    /// to the depot to make room.
+    #[cold]
+    #[inline(never)]
+    fn release_spilling(&self, local: &Local<T>, obj: Box<T>) {
+        let batch_size = self.config.batch_size;
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        let spilled = unsafe {
+            local.with_cache(|c| {
+                c.batch.push_back(obj);
+                let n = batch_size.min(c.batch.len());
+                c.batch.drain(..n).collect::<Batch<T>>()
+            })
+        };
+        Counters::add_owned(&local.counters.released_local, 1);
+        self.spill(local, spilled);
     }
 
     /// Drops a released object instead of pooling it.
@@ -554,22 +591,13 @@ impl<T: Recyclable> Inner<T> {
         if ptr::eq(home_ptr.as_ptr(), mine) {
             // This thread has just claimed the object's home (it took over
             // the slot of the thread that got the object): this is the owner.
-            Counters::add_owned(&mine.counters.released_local, 1);
-            // SAFETY: `local_for_current` returns a cache the calling thread
-            // owns; the closure runs no user code.
-            let spill = unsafe {
-                mine.with_cache(|c| {
-                    c.batch.push_back(obj);
-                    (c.batch.len() > self.config.max_capacity_per_thread)
-                        .then(|| c.batch.drain(..self.config.batch_size).collect::<Batch<T>>())
-                })
-            };
-            if let Some(batch) = spill {
-                self.spill(mine, batch);
-            }
+            self.release_owned(mine, obj);
             return;
         }
         Counters::add_owned(&mine.counters.released_remote, 1);
+        // `get` must see the pending batch and send it home: take the cache
+        // out of the hot index (the slow path of `get` puts it back).
+        registry::unhot(self.id);
         let batch_size = self.config.batch_size;
         // SAFETY: as above.
         let full = unsafe { mine.with_cache(|c| c.add_pending(home_ptr, obj, batch_size)) };

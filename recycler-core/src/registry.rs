@@ -14,6 +14,18 @@
 //! thread-local of its own; the hook runs when the thread's thread-locals are
 //! destroyed and hands the cache's contents to the shared depot.
 //!
+//! # The hot index
+//!
+//! `get` must find the calling thread's cache in a few instructions. Looking
+//! it up through the `thread_local` crate costs a thread-id read, a bucket
+//! load and a presence check, and then an owner check. So each thread keeps a
+//! tiny direct-mapped index of its own: [`HOT_SLOTS`] entries of (recycler
+//! id, cache pointer), filled on the slow path. An entry exists only while the
+//! thread owns the cache and has no foreign releases pending in it, so a hit
+//! needs no further check. Recycler ids are never reused, so an entry of a
+//! dropped recycler can never match. The exit hook clears the index before
+//! the thread gives its caches up.
+//!
 //! # Ordering with the `thread_local` crate
 //!
 //! The hook must run while the thread still owns its slot, i.e. before the
@@ -44,6 +56,17 @@ pub(crate) const EXITED: Token = u64::MAX - 1;
 /// The next token to hand out; live tokens are `1..EXITED`.
 static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
+/// The next recycler id; 0 marks an empty [`HOT`] entry.
+static NEXT_RECYCLER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Entries in the hot index (a power of two).
+pub(crate) const HOT_SLOTS: usize = 4;
+
+/// An id for a new recycler, never handed out again.
+pub(crate) fn new_recycler_id() -> u64 {
+    NEXT_RECYCLER_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// What a recycler does with the calling thread's cache when the thread exits.
 pub(crate) trait ExitFlush: Send + Sync {
     /// Empties the cache at `local` into shared storage.
@@ -68,8 +91,10 @@ struct ExitHooks {
 impl Drop for ExitHooks {
     fn drop(&mut self) {
         // From here on the thread owns nothing: guards dropped later in this
-        // thread's teardown (or by the hooks themselves) take the foreign path.
+        // thread's teardown (or by the hooks themselves) take the foreign path,
+        // and `get` finds no cache in the hot index.
         let token = TOKEN.try_with(|t| t.replace(EXITED)).unwrap_or(EXITED);
+        let _ = HOT.try_with(|hot| hot.iter().for_each(|e| e.set(EMPTY)));
         let hooks = std::mem::take(self.hooks.get_mut());
         for hook in hooks {
             if let Some(target) = hook.target.upgrade() {
@@ -83,7 +108,12 @@ impl Drop for ExitHooks {
     }
 }
 
+type HotEntry = (u64, *const ());
+
+const EMPTY: HotEntry = (0, std::ptr::null());
+
 thread_local! {
+    static HOT: [Cell<HotEntry>; HOT_SLOTS] = const { [const { Cell::new(EMPTY) }; HOT_SLOTS] };
     static TOKEN: Cell<Token> = const { Cell::new(UNASSIGNED) };
     static HOOKS: ExitHooks = const { ExitHooks { hooks: RefCell::new(Vec::new()) } };
 }
@@ -93,6 +123,40 @@ thread_local! {
 #[inline(always)]
 pub(crate) fn current() -> Token {
     TOKEN.try_with(Cell::get).unwrap_or(EXITED)
+}
+
+/// The calling thread's cache of the recycler `id`, if the hot index has it;
+/// null otherwise. A non-null result is a cache the calling thread owns and
+/// that has no foreign releases pending.
+#[inline(always)]
+pub(crate) fn hot(id: u64) -> *const () {
+    HOT.try_with(|hot| {
+        let (key, local) = hot[id as usize & (HOT_SLOTS - 1)].get();
+        if key == id { local } else { std::ptr::null() }
+    })
+    .unwrap_or(std::ptr::null())
+}
+
+/// Records `local` as the calling thread's cache of the recycler `id`.
+///
+/// # Safety
+///
+/// The calling thread owns `local`, a cache of the recycler `id` that lives as
+/// long as that recycler, and has no foreign releases pending in it; it must
+/// call [`unhot`] before either stops being true (the exit hook clears every
+/// entry itself).
+pub(crate) unsafe fn set_hot(id: u64, local: *const ()) {
+    let _ = HOT.try_with(|hot| hot[id as usize & (HOT_SLOTS - 1)].set((id, local)));
+}
+
+/// Removes the recycler `id` from the calling thread's hot index.
+pub(crate) fn unhot(id: u64) {
+    let _ = HOT.try_with(|hot| {
+        let entry = &hot[id as usize & (HOT_SLOTS - 1)];
+        if entry.get().0 == id {
+            entry.set(EMPTY);
+        }
+    });
 }
 
 /// Whether `token` names a live thread.

@@ -1,0 +1,243 @@
+//! Parsing of `#[recycle(..)]` attributes into settings, each keeping its key
+//! for error spans. Whether the settings make sense together is `valid.rs`'s
+//! job.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::ext::IdentExt;
+use syn::meta::ParseNestedMeta;
+use syn::parse::ParseStream;
+use syn::{Attribute, Error, Ident, LitInt, LitStr, Path, Result, Token};
+
+/// One `key` or `key = value` inside `#[recycle(..)]`.
+pub(crate) struct Setting<T> {
+    /// The key as written, for error spans.
+    pub(crate) key: Path,
+    pub(crate) value: T,
+}
+
+/// How the derive resets a field.
+pub(crate) enum FieldRule {
+    /// `#[recycle(skip)]`: leave the field as it is.
+    Skip,
+    /// `#[recycle(default)]`: assign `Default::default()`.
+    Default,
+    /// `#[recycle(with = path)]`: call `path(&mut field)`.
+    With(Path),
+    /// `#[recycle(shrink_to = N)]`: `ShrinkTo::clear_and_shrink_to(&mut field, N)`.
+    /// Holds `N`: an integer literal or the path of a constant.
+    ShrinkTo(TokenStream),
+}
+
+impl FieldRule {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            FieldRule::Skip => "skip",
+            FieldRule::Default => "default",
+            FieldRule::With(_) => "with",
+            FieldRule::ShrinkTo(_) => "shrink_to",
+        }
+    }
+}
+
+/// `#[recycle(..)]` on the struct or enum itself.
+#[derive(Default)]
+pub(crate) struct ContainerAttrs {
+    /// Every `crate = path`; more than one is an error.
+    pub(crate) krate: Vec<Setting<Path>>,
+}
+
+/// `#[recycle(..)]` on an enum variant.
+#[derive(Default)]
+pub(crate) struct VariantAttrs {
+    /// The key of every `default` marker; more than one is an error.
+    pub(crate) default: Vec<Path>,
+}
+
+/// `#[recycle(..)]` on a field.
+#[derive(Default)]
+pub(crate) struct FieldAttrs {
+    /// Every rule given; more than one is an error.
+    pub(crate) rules: Vec<Setting<FieldRule>>,
+}
+
+impl FieldAttrs {
+    /// The field's rule, once validation has made sure there is at most one.
+    pub(crate) fn rule(&self) -> Option<&FieldRule> {
+        self.rules.first().map(|setting| &setting.value)
+    }
+}
+
+const FIELD_KEYS: &str = "`skip`, `default`, `with = path::to::fn` or `shrink_to = N`";
+
+/// The `#[recycle(..)]` attributes among `attrs`.
+fn recycle_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    attrs.iter().filter(|attr| attr.path().is_ident("recycle"))
+}
+
+/// The name of a key, for messages (`crate` is a keyword, hence not `get_ident`).
+fn key_name(path: &Path) -> String {
+    path.to_token_stream().to_string().replace(' ', "")
+}
+
+pub(crate) fn container(
+    attrs: &[Attribute],
+    what: &str,
+    errors: &mut Vec<Error>,
+) -> ContainerAttrs {
+    let mut out = ContainerAttrs::default();
+    for attr in recycle_attrs(attrs) {
+        let parsed = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("crate") {
+                let value = path_value(&meta, "crate = path::to::recycler_core")?;
+                out.krate.push(Setting {
+                    key: meta.path,
+                    value,
+                });
+                Ok(())
+            } else if meta.path.is_ident("default") && what == "an enum" {
+                Err(Error::new_spanned(
+                    &meta.path,
+                    "`#[recycle(default)]` goes on the unit variant that `reset` returns to, \
+                     not on the enum",
+                ))
+            } else {
+                Err(Error::new_spanned(
+                    &meta.path,
+                    format!(
+                        "unknown attribute `{}` on {what}; the only one allowed here is \
+                         `#[recycle(crate = path::to::recycler_core)]`{}",
+                        key_name(&meta.path),
+                        if what == "a struct" {
+                            "; field attributes go on the fields"
+                        } else {
+                            ""
+                        },
+                    ),
+                ))
+            }
+        });
+        errors.extend(parsed.err());
+    }
+    out
+}
+
+pub(crate) fn variant(attrs: &[Attribute], errors: &mut Vec<Error>) -> VariantAttrs {
+    let mut out = VariantAttrs::default();
+    for attr in recycle_attrs(attrs) {
+        let parsed = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("default") {
+                no_value(&meta, "default")?;
+                out.default.push(meta.path);
+                Ok(())
+            } else {
+                Err(Error::new_spanned(
+                    &meta.path,
+                    format!(
+                        "unknown attribute `{}` on a variant; the only one allowed here is \
+                         `#[recycle(default)]`, which marks the variant `reset` returns to",
+                        key_name(&meta.path),
+                    ),
+                ))
+            }
+        });
+        errors.extend(parsed.err());
+    }
+    out
+}
+
+pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldAttrs {
+    let mut out = FieldAttrs::default();
+    for attr in recycle_attrs(attrs) {
+        let parsed = attr.parse_nested_meta(|meta| {
+            let value = if meta.path.is_ident("skip") {
+                no_value(&meta, "skip")?;
+                FieldRule::Skip
+            } else if meta.path.is_ident("default") {
+                no_value(&meta, "default")?;
+                FieldRule::Default
+            } else if meta.path.is_ident("with") {
+                FieldRule::With(path_value(&meta, "with = path::to::fn")?)
+            } else if meta.path.is_ident("shrink_to") {
+                FieldRule::ShrinkTo(limit_value(&meta)?)
+            } else {
+                return Err(Error::new_spanned(
+                    &meta.path,
+                    format!(
+                        "unknown attribute `{}` on a field; expected {FIELD_KEYS}",
+                        key_name(&meta.path),
+                    ),
+                ));
+            };
+            out.rules.push(Setting {
+                key: meta.path,
+                value,
+            });
+            Ok(())
+        });
+        errors.extend(parsed.err());
+    }
+    out
+}
+
+/// Rejects `key = ..` and `key(..)` for a key that takes no value.
+fn no_value(meta: &ParseNestedMeta, key: &str) -> Result<()> {
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        Ok(())
+    } else {
+        Err(meta.error(format!("`{key}` takes no value: write `#[recycle({key})]`")))
+    }
+}
+
+/// `key = path` or `key = "path"` (the string form as serde writes it).
+fn path_value(meta: &ParseNestedMeta, example: &str) -> Result<Path> {
+    let key = key_name(&meta.path);
+    if !meta.input.peek(Token![=]) {
+        return Err(meta.error(format!(
+            "`{key}` needs a path: write `#[recycle({example})]`"
+        )));
+    }
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        let lit: LitStr = value.parse()?;
+        return lit.parse();
+    }
+    if starts_path(value) {
+        return value.parse();
+    }
+    Err(value.error(format!(
+        "expected a path after `{key} =`, as in `#[recycle({example})]`"
+    )))
+}
+
+/// `shrink_to = N`, with `N` an integer literal or the path of a `usize` constant.
+fn limit_value(meta: &ParseNestedMeta) -> Result<TokenStream> {
+    const EXAMPLE: &str = "`#[recycle(shrink_to = 4096)]`";
+    if !meta.input.peek(Token![=]) {
+        return Err(meta.error(format!(
+            "`shrink_to` needs the largest capacity to keep, as in {EXAMPLE}"
+        )));
+    }
+    let value = meta.value()?;
+    if value.peek(LitInt) {
+        let lit: LitInt = value.parse()?;
+        if !matches!(lit.suffix(), "" | "usize") {
+            return Err(Error::new_spanned(
+                &lit,
+                format!("`shrink_to` takes a `usize`, not a `{}`", lit.suffix()),
+            ));
+        }
+        lit.base10_parse::<usize>()?;
+        return Ok(lit.to_token_stream());
+    }
+    if starts_path(value) {
+        return Ok(value.parse::<Path>()?.to_token_stream());
+    }
+    Err(value.error(format!(
+        "expected the largest capacity to keep, an integer or a `usize` constant, as in {EXAMPLE}"
+    )))
+}
+
+fn starts_path(input: ParseStream) -> bool {
+    input.peek(Token![::]) || input.peek(Ident::peek_any)
+}

@@ -1,0 +1,253 @@
+//! Code generation: `impl Recyclable` for a struct or an enum, or, when the
+//! input has errors, the errors and a stub impl.
+
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use quote::{ToTokens, format_ident, quote};
+use syn::spanned::Spanned;
+use syn::{DeriveInput, Error, Fields, Ident, Type};
+
+use crate::ast::{Enum, Field, Input, Struct};
+use crate::attr::{ContainerAttrs, FieldRule};
+use crate::{fallback, valid};
+
+pub(crate) fn derive(node: &DeriveInput) -> TokenStream {
+    let mut errors = Vec::new();
+    let input = Input::from_syn(node, &mut errors);
+    if let Some(input) = &input {
+        valid::validate(input, &mut errors);
+    }
+    let krate = crate_path(input.as_ref().map(Input::attrs));
+    match (input, combine(errors)) {
+        (Some(Input::Struct(input)), None) => impl_struct(&input, &krate),
+        (Some(Input::Enum(input)), None) => impl_enum(&input, &krate),
+        (_, error) => fallback::expand(node, &krate, error),
+    }
+}
+
+fn combine(errors: Vec<Error>) -> Option<Error> {
+    errors.into_iter().reduce(|mut all, next| {
+        all.combine(next);
+        all
+    })
+}
+
+/// `::recycler_core`, or the path given by `#[recycle(crate = path)]`.
+fn crate_path(attrs: Option<&ContainerAttrs>) -> TokenStream {
+    match attrs.and_then(|attrs| attrs.krate.first()) {
+        Some(setting) => setting.value.to_token_stream(),
+        None => quote!(::recycler_core),
+    }
+}
+
+fn impl_struct(input: &Struct<'_>, krate: &TokenStream) -> TokenStream {
+    let resets = input.fields.iter().map(|field| {
+        let member = &field.member;
+        reset_field(field, krate, quote!(self.#member))
+    });
+    let retained = sum(input.fields.iter().filter_map(|field| {
+        let member = &field.member;
+        retained_field(field, krate, quote!(self.#member))
+    }));
+    let bounded = input.fields.iter().filter(|field| counts_retained(field));
+    wrap(
+        input.original,
+        krate,
+        bounded,
+        quote!(#(#resets)*),
+        retained,
+    )
+}
+
+fn impl_enum(input: &Enum<'_>, krate: &TokenStream) -> TokenStream {
+    let default = input
+        .variants
+        .iter()
+        .find(|variant| !variant.attrs.default.is_empty())
+        .map(|variant| &variant.original.ident);
+    let reset = match default {
+        Some(ident) => quote!(*self = Self::#ident;),
+        // No variants, so no value to reset.
+        None => quote!(match *self {}),
+    };
+
+    let any_retained = input
+        .variants
+        .iter()
+        .flat_map(|variant| &variant.fields)
+        .any(counts_retained);
+    let retained = if input.variants.is_empty() {
+        quote!(match *self {})
+    } else if !any_retained {
+        quote!(0usize)
+    } else {
+        let arms = input.variants.iter().map(|variant| {
+            let ident = &variant.original.ident;
+            let binding = |i: usize| format_ident!("__recycle_field{}", i);
+            let patterns = variant.fields.iter().enumerate().map(|(i, field)| {
+                if counts_retained(field) {
+                    binding(i).into_token_stream()
+                } else {
+                    quote!(_)
+                }
+            });
+            let pattern = match &variant.original.fields {
+                Fields::Named(_) => {
+                    let members = variant.fields.iter().map(|field| &field.member);
+                    quote!(Self::#ident { #(#members: #patterns),* })
+                }
+                Fields::Unnamed(_) => quote!(Self::#ident(#(#patterns),*)),
+                Fields::Unit => quote!(Self::#ident),
+            };
+            let sum = sum(variant.fields.iter().enumerate().filter_map(|(i, field)| {
+                retained_field(field, krate, binding(i).into_token_stream())
+            }));
+            quote!(#pattern => #sum,)
+        });
+        quote!(match self { #(#arms)* })
+    };
+
+    let bounded = input
+        .variants
+        .iter()
+        .flat_map(|variant| &variant.fields)
+        .filter(|field| counts_retained(field));
+    wrap(input.original, krate, bounded, reset, retained)
+}
+
+/// The impl, in an anonymous `const` so that nothing leaks into the user's
+/// namespace; each type parameter that appears in a `bounded` field must be
+/// `Recyclable`, next to the user's own where-clauses.
+fn wrap<'a>(
+    node: &DeriveInput,
+    krate: &TokenStream,
+    bounded: impl Iterator<Item = &'a Field<'a>> + Clone,
+    reset: TokenStream,
+    retained: TokenStream,
+) -> TokenStream {
+    let ident = &node.ident;
+    let (impl_generics, ty_generics, where_clause) = node.generics.split_for_impl();
+    let existing = where_clause
+        .map(|clause| clause.predicates.iter())
+        .into_iter()
+        .flatten();
+    let params = node
+        .generics
+        .type_params()
+        .map(|param| &param.ident)
+        .filter(|param| {
+            bounded.clone().any(|field| {
+                !is_phantom_data(field.ty) && mentions(field.ty.to_token_stream(), param)
+            })
+        });
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #impl_generics #krate::Recyclable for #ident #ty_generics
+            where
+                #(#existing,)*
+                #(#params: #krate::Recyclable,)*
+            {
+                #[inline]
+                fn reset(&mut self) {
+                    #reset
+                }
+
+                #[inline]
+                fn retained_bytes(&self) -> ::core::primitive::usize {
+                    #retained
+                }
+            }
+        };
+    }
+}
+
+/// The statement that resets one field (reached by `place`), if any.
+///
+/// Calls that need a trait of the field's type carry the type's span, so
+/// that a missing impl is reported on the field.
+fn reset_field(field: &Field<'_>, krate: &TokenStream, place: TokenStream) -> TokenStream {
+    let span = field.ty.span();
+    match field.attrs.rule() {
+        None => {
+            let reset = respan(quote!(#krate::Recyclable::reset), span);
+            quote!(#reset(&mut #place);)
+        }
+        Some(FieldRule::Skip) => TokenStream::new(),
+        Some(FieldRule::Default) => {
+            let default = respan(quote!(::core::default::Default::default), span);
+            quote!(#place = #default();)
+        }
+        Some(FieldRule::With(path)) => quote!(#path(&mut #place);),
+        Some(FieldRule::ShrinkTo(limit)) => {
+            let shrink = respan(quote!(#krate::ShrinkTo::clear_and_shrink_to), span);
+            quote!(#shrink(&mut #place, #limit);)
+        }
+    }
+}
+
+/// The field's term in `retained_bytes`, if it has one: fields reset through
+/// `Recyclable` count; `skip`, `default` and `with` fields do not.
+fn retained_field(
+    field: &Field<'_>,
+    krate: &TokenStream,
+    place: TokenStream,
+) -> Option<TokenStream> {
+    if !counts_retained(field) {
+        return None;
+    }
+    let retained = respan(quote!(#krate::Recyclable::retained_bytes), field.ty.span());
+    Some(quote!(#retained(&#place)))
+}
+
+/// Whether the field is reset through `Recyclable` (itself, or through
+/// `ShrinkTo`, which requires it), so that its type must implement it and its
+/// bytes count.
+fn counts_retained(field: &Field<'_>) -> bool {
+    matches!(field.attrs.rule(), None | Some(FieldRule::ShrinkTo(_)))
+}
+
+/// `0usize.saturating_add(a).saturating_add(b)..`
+fn sum(terms: impl Iterator<Item = TokenStream>) -> TokenStream {
+    quote!(0usize #(.saturating_add(#terms))*)
+}
+
+/// Whether `tokens` name the type parameter `param` anywhere.
+///
+/// Over-approximates (a path `module::T` also matches), which at worst adds
+/// a bound the user can see in the docs of the impl.
+fn mentions(tokens: TokenStream, param: &Ident) -> bool {
+    tokens.into_iter().any(|token| match token {
+        TokenTree::Ident(ident) => ident == *param,
+        TokenTree::Group(group) => mentions(group.stream(), param),
+        TokenTree::Punct(_) | TokenTree::Literal(_) => false,
+    })
+}
+
+/// `PhantomData<T>` is `Recyclable` for every `T`, so it asks no bound of `T`.
+fn is_phantom_data(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "PhantomData"),
+        _ => false,
+    }
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(group) = &token {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                token = TokenTree::Group(inner);
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
+}

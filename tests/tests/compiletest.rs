@@ -1,0 +1,13 @@
+//! Compile-fail tests of `#[derive(Recyclable)]`: each `tests/ui/*.rs` must
+//! fail to compile with exactly the messages in its `.stderr`.
+//!
+//! The messages depend on the compiler version; refresh them with
+//! `TRYBUILD=overwrite cargo test -p recycler-tests --test compiletest`
+//! after a toolchain upgrade, and read the diff.
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.compile_fail("tests/ui/*.rs");
+}

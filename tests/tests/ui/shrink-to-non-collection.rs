@@ -1,0 +1,9 @@
+use recycler_core::Recyclable;
+
+#[derive(Recyclable)]
+struct Packet {
+    #[recycle(shrink_to = 4096)]
+    buf: Option<Vec<u8>>,
+}
+
+fn main() {}
