@@ -164,8 +164,9 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldAttrs 
                 return Err(Error::new_spanned(
                     &meta.path,
                     format!(
-                        "unknown attribute `{}` on a field; expected {FIELD_KEYS}",
+                        "unknown attribute `{}` on a field{}; expected {FIELD_KEYS}",
                         key_name(&meta.path),
+                        did_you_mean(&meta.path, &["skip", "default", "with", "shrink_to"]),
                     ),
                 ));
             };
@@ -227,7 +228,12 @@ fn limit_value(meta: &ParseNestedMeta) -> Result<TokenStream> {
                 format!("`shrink_to` takes a `usize`, not a `{}`", lit.suffix()),
             ));
         }
-        lit.base10_parse::<usize>()?;
+        if lit.base10_parse::<usize>().is_err() {
+            return Err(Error::new_spanned(
+                &lit,
+                format!("`shrink_to` takes a capacity, a `usize`, and `{lit}` is not one"),
+            ));
+        }
         return Ok(lit.to_token_stream());
     }
     if starts_path(value) {
@@ -236,6 +242,34 @@ fn limit_value(meta: &ParseNestedMeta) -> Result<TokenStream> {
     Err(value.error(format!(
         "expected the largest capacity to keep, an integer or a `usize` constant, as in {EXAMPLE}"
     )))
+}
+
+/// ` (did you mean `skip`?)` for a key within two edits of a known one.
+fn did_you_mean(path: &Path, known: &[&str]) -> String {
+    let name = key_name(path);
+    known
+        .iter()
+        .map(|candidate| (edit_distance(&name, candidate), candidate))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, candidate)| format!(" (did you mean `{candidate}`?)"))
+        .unwrap_or_default()
+}
+
+/// Levenshtein distance, for the short keys of this attribute.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 fn starts_path(input: ParseStream) -> bool {

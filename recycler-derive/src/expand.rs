@@ -1,7 +1,7 @@
 //! Code generation: `impl Recyclable` for a struct or an enum, or, when the
 //! input has errors, the errors and a stub impl.
 
-use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote};
 use syn::spanned::Spanned;
 use syn::{DeriveInput, Error, Fields, Ident, Type};
@@ -46,7 +46,7 @@ fn impl_struct(input: &Struct<'_>, krate: &TokenStream) -> TokenStream {
     });
     let retained = sum(input.fields.iter().filter_map(|field| {
         let member = &field.member;
-        retained_field(field, krate, quote!(self.#member))
+        retained_field(field, krate, quote!(&self.#member))
     }));
     let bounded = input.fields.iter().filter(|field| counts_retained(field));
     wrap(
@@ -82,7 +82,12 @@ fn impl_enum(input: &Enum<'_>, krate: &TokenStream) -> TokenStream {
     } else {
         let arms = input.variants.iter().map(|variant| {
             let ident = &variant.original.ident;
-            let binding = |i: usize| format_ident!("__recycle_field{}", i);
+            // Spanned on the field's type, so that the bound of `retained_bytes`
+            // is reported there.
+            let binding = |i: usize| {
+                let span = variant.fields[i].ty.span();
+                format_ident!("__recycle_field{}", i, span = span)
+            };
             let patterns = variant.fields.iter().enumerate().map(|(i, field)| {
                 if counts_retained(field) {
                     binding(i).into_token_stream()
@@ -141,6 +146,9 @@ fn wrap<'a>(
         });
     quote! {
         const _: () = {
+            // The trait's path, as given by `crate = path`, carries the
+            // fields' spans; it may be in scope under a shorter name.
+            #[allow(unused_qualifications)]
             #[automatically_derived]
             impl #impl_generics #krate::Recyclable for #ident #ty_generics
             where
@@ -162,41 +170,96 @@ fn wrap<'a>(
 }
 
 /// The statement that resets one field (reached by `place`), if any.
-///
-/// Calls that need a trait of the field's type carry the type's span, so
-/// that a missing impl is reported on the field.
 fn reset_field(field: &Field<'_>, krate: &TokenStream, place: TokenStream) -> TokenStream {
     let span = field.ty.span();
     match field.attrs.rule() {
-        None => {
-            let reset = respan(quote!(#krate::Recyclable::reset), span);
-            quote!(#reset(&mut #place);)
-        }
+        None => call(
+            qualified(field.ty, quote!(#krate::Recyclable), quote!(reset)),
+            quote!(&mut #place),
+            None,
+            span,
+        ),
         Some(FieldRule::Skip) => TokenStream::new(),
         Some(FieldRule::Default) => {
-            let default = respan(quote!(::core::default::Default::default), span);
-            quote!(#place = #default();)
+            let default = qualified(field.ty, quote!(::core::default::Default), quote!(default));
+            let call = respan(quote!(#default()), span);
+            quote!(#place = #call;)
         }
-        Some(FieldRule::With(path)) => quote!(#path(&mut #place);),
-        Some(FieldRule::ShrinkTo(limit)) => {
-            let shrink = respan(quote!(#krate::ShrinkTo::clear_and_shrink_to), span);
-            quote!(#shrink(&mut #place, #limit);)
+        Some(FieldRule::With(path)) => {
+            // Through a `fn` pointer, so that a function of another shape is
+            // reported as exactly that, on the path.
+            let span = path.span();
+            let function = Ident::new("__recycle_with", span);
+            let signature = respan(quote!(fn(&mut _)), span);
+            quote!({
+                let #function: #signature = #path;
+                #function(&mut #place);
+            })
         }
+        Some(FieldRule::ShrinkTo(limit)) => call(
+            qualified(
+                field.ty,
+                quote!(#krate::ShrinkTo),
+                quote!(clear_and_shrink_to),
+            ),
+            quote!(&mut #place),
+            Some(limit),
+            span,
+        ),
     }
 }
 
-/// The field's term in `retained_bytes`, if it has one: fields reset through
-/// `Recyclable` count; `skip`, `default` and `with` fields do not.
+/// The field's term in `retained_bytes`, if it has one, given a reference to
+/// the field: fields reset through `Recyclable` count; `skip`, `default` and
+/// `with` fields do not.
 fn retained_field(
     field: &Field<'_>,
     krate: &TokenStream,
-    place: TokenStream,
+    by_ref: TokenStream,
 ) -> Option<TokenStream> {
-    if !counts_retained(field) {
-        return None;
-    }
-    let retained = respan(quote!(#krate::Recyclable::retained_bytes), field.ty.span());
-    Some(quote!(#retained(&#place)))
+    counts_retained(field).then(|| {
+        call(
+            qualified(field.ty, quote!(#krate::Recyclable), quote!(retained_bytes)),
+            by_ref,
+            None,
+            field.ty.span(),
+        )
+    })
+}
+
+/// `<ty as Trait>::method`: an unmet `ty: Trait` is reported on `ty`, all
+/// of it, as the user wrote it.
+fn qualified(ty: &Type, trait_path: TokenStream, method: TokenStream) -> TokenStream {
+    let span = ty.span();
+    let trait_path = respan(trait_path, span);
+    let rest = respan(quote!(>::#method), span);
+    let lt = respan(quote!(<), span);
+    let as_ = respan(quote!(as), span);
+    quote!(#lt #ty #as_ #trait_path #rest)
+}
+
+/// `{ let arg = place; function(arg, extra) }`, with the function and the
+/// argument spanned on `span` (the field's type).
+///
+/// The compiler reports an unmet bound of a call on its argument: with this
+/// span, it lands on the field's type instead of on `#[derive(Recyclable)]`.
+/// `self` cannot take the user's span (it is hygienic), so the place goes
+/// through a local.
+fn call(
+    function: TokenStream,
+    place: TokenStream,
+    extra: Option<&TokenStream>,
+    span: Span,
+) -> TokenStream {
+    let function = respan(function, span);
+    let arg = Ident::new("__recycle_field", span);
+    let extra = extra.map(|extra| quote!(, #extra));
+    let mut args = Group::new(Delimiter::Parenthesis, quote!(#arg #extra));
+    args.set_span(span);
+    quote!({
+        let #arg = #place;
+        #function #args
+    })
 }
 
 /// Whether the field is reset through `Recyclable` (itself, or through

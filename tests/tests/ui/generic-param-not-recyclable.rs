@@ -2,13 +2,13 @@ use std::time::Instant;
 
 use recycler_core::{Recyclable, Recycler};
 
-#[derive(Recyclable, Default)]
+#[derive(Recyclable)]
 struct Batch<T> {
     items: Vec<T>,
     last: Option<T>,
 }
 
 fn main() {
-    let pool: Recycler<Batch<Instant>> = Recycler::new();
+    let pool = Recycler::with_factory(|| Batch::<Instant> { items: Vec::new(), last: None });
     drop(pool.get());
 }
