@@ -48,10 +48,15 @@ impl<T> SysBox<T> {
     #[inline]
     pub fn new(value: T) -> Self {
         let layout = Layout::new::<T>();
-        assert!(layout.size() > 0, "SysBox does not support zero-sized types");
+        assert!(
+            layout.size() > 0,
+            "SysBox does not support zero-sized types"
+        );
         // SAFETY: `layout` has a non-zero size (checked above).
         let raw = unsafe { System.alloc(layout) }.cast::<T>();
-        let Some(ptr) = NonNull::new(raw) else { std::alloc::handle_alloc_error(layout) };
+        let Some(ptr) = NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(layout)
+        };
         // SAFETY: `ptr` is freshly allocated for one `T`, properly aligned.
         unsafe { ptr.as_ptr().write(value) };
         Self { ptr }
@@ -169,7 +174,9 @@ pub fn w1_floor(held: usize, iters: u64) -> Duration {
             const { std::cell::RefCell::new(VecDeque::new()) };
     }
     let take = |i: u64| {
-        let mut g = STACK.with_borrow_mut(VecDeque::pop_back).unwrap_or_else(|| Box::new(Msg::default()));
+        let mut g = STACK
+            .with_borrow_mut(VecDeque::pop_back)
+            .unwrap_or_else(|| Box::new(Msg::default()));
         g.words[0] = i;
         black_box(&mut *g);
         g

@@ -186,7 +186,9 @@ impl<T> RecyclerBuilder<T> {
     /// Checks every setting.
     fn validate(&self) -> Result<Config, ConfigError> {
         if self.batch_size == 0 {
-            return Err(ConfigError::Zero { field: "batch_size" });
+            return Err(ConfigError::Zero {
+                field: "batch_size",
+            });
         }
         if self.batch_size > MAX_BATCH_SIZE {
             return Err(ConfigError::TooLarge {
@@ -201,7 +203,11 @@ impl<T> RecyclerBuilder<T> {
         let max = self.max_capacity_per_thread;
         Ok(Config {
             max_capacity_per_thread: max,
-            batch_size: if max == 0 { self.batch_size } else { self.batch_size.min(max) },
+            batch_size: if max == 0 {
+                self.batch_size
+            } else {
+                self.batch_size.min(max)
+            },
             ratio: self.ratio,
             depot_capacity: self.depot_capacity.unwrap_or(max.saturating_mul(4)),
         })
@@ -261,9 +267,14 @@ mod tests {
     fn rejects_bad_values() {
         assert_eq!(
             builder().batch_size(0).validate(),
-            Err(ConfigError::Zero { field: "batch_size" })
+            Err(ConfigError::Zero {
+                field: "batch_size"
+            })
         );
-        assert_eq!(builder().ratio(0).validate(), Err(ConfigError::Zero { field: "ratio" }));
+        assert_eq!(
+            builder().ratio(0).validate(),
+            Err(ConfigError::Zero { field: "ratio" })
+        );
         let err = builder().batch_size(usize::MAX).validate().unwrap_err();
         assert_eq!(
             err.to_string(),

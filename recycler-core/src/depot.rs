@@ -22,13 +22,21 @@ struct State<T> {
 
 impl<T> Depot<T> {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self { state: Mutex::new(State { batches: Vec::new(), len: 0 }), capacity }
+        Self {
+            state: Mutex::new(State {
+                batches: Vec::new(),
+                len: 0,
+            }),
+            capacity,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // Nothing panics while the lock is held (no user code runs under it),
         // but stay usable even if that changes.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Stores as much of `batch` as fits; returns what does not, for the

@@ -64,7 +64,12 @@ impl fmt::Display for ConfigError {
             Self::NotPowerOfTwo { field, value } => {
                 write!(f, "`{field}` is {value}; it must be a power of two")
             }
-            Self::Below { field, value, other, other_value } => write!(
+            Self::Below {
+                field,
+                value,
+                other,
+                other_value,
+            } => write!(
                 f,
                 "`{field}` is {value}, below `{other}` ({other_value}); it must be at least that"
             ),

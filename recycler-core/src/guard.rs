@@ -53,7 +53,11 @@ unsafe impl<T: Recyclable + Sync> Sync for Pooled<'_, T> {}
 impl<'a, T: Recyclable> Pooled<'a, T> {
     #[inline(always)]
     pub(crate) fn new(inner: &'a Inner<T>, obj: Box<T>, home: Home<T>) -> Self {
-        Self { inner, obj: ManuallyDrop::new(obj), home }
+        Self {
+            inner,
+            obj: ManuallyDrop::new(obj),
+            home,
+        }
     }
 
     /// Takes the object out of the pool for good: it is not reset and will
@@ -155,7 +159,11 @@ unsafe impl<T: Recyclable + Sync> Sync for OwnedPooled<T> {}
 impl<T: Recyclable> OwnedPooled<T> {
     #[inline(always)]
     pub(crate) fn new(recycler: Arc<Recycler<T>>, obj: Box<T>, home: Home<T>) -> Self {
-        Self { recycler, obj: ManuallyDrop::new(obj), home }
+        Self {
+            recycler,
+            obj: ManuallyDrop::new(obj),
+            home,
+        }
     }
 
     /// Takes the object out of the pool for good, as [`Pooled::into_inner`].
@@ -227,8 +235,8 @@ mod tests {
     use super::*;
     use static_assertions::{assert_impl_all, assert_not_impl_any, const_assert};
     use std::cell::Cell;
-    use std::mem::size_of;
     use std::marker::PhantomData;
+    use std::mem::size_of;
 
     /// Neither `Send` nor `Sync`.
     struct Local(PhantomData<*const u8>);

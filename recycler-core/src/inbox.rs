@@ -32,7 +32,11 @@ pub(crate) struct Inbox<T> {
 
 impl<T> Inbox<T> {
     pub(crate) fn new(capacity: usize) -> Self {
-        Self { queue: Queue::new(), queued: AtomicUsize::new(0), capacity }
+        Self {
+            queue: Queue::new(),
+            queued: AtomicUsize::new(0),
+            capacity,
+        }
     }
 
     /// Queues `batch`, or hands it back if it would take the inbox over its
@@ -41,9 +45,11 @@ impl<T> Inbox<T> {
         let n = batch.len();
         // Relaxed: the count only bounds the queue; the queue itself orders
         // the objects' hand-off.
-        let reserved = self.queued.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
-            q.checked_add(n).filter(|&after| after <= self.capacity)
-        });
+        let reserved = self
+            .queued
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| {
+                q.checked_add(n).filter(|&after| after <= self.capacity)
+            });
         if reserved.is_err() {
             return Err(batch);
         }
@@ -114,8 +120,14 @@ mod tests {
     #[test]
     fn bounded_in_objects() {
         let inbox = Inbox::new(5);
-        assert!(inbox.send(vec![Box::new(1), Box::new(2), Box::new(3)]).is_ok());
-        let refused = inbox.send(vec![Box::new(4), Box::new(5), Box::new(6)]).unwrap_err();
+        assert!(
+            inbox
+                .send(vec![Box::new(1), Box::new(2), Box::new(3)])
+                .is_ok()
+        );
+        let refused = inbox
+            .send(vec![Box::new(4), Box::new(5), Box::new(6)])
+            .unwrap_err();
         assert_eq!(refused.len(), 3);
         assert!(inbox.send(vec![Box::new(4), Box::new(5)]).is_ok());
         assert_eq!(inbox.len(), 5);

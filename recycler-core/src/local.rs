@@ -81,7 +81,11 @@ impl<T> Local<T> {
     {
         Self {
             owner: AtomicU64::new(NOBODY),
-            cache: UnsafeCell::new(Cache { batch: VecDeque::new(), pending: Vec::new(), fresh: 0 }),
+            cache: UnsafeCell::new(Cache {
+                batch: VecDeque::new(),
+                pending: Vec::new(),
+                fresh: 0,
+            }),
             counters: Counters::default(),
             inbox: Inbox::new(inbox_capacity),
         }
@@ -188,8 +192,15 @@ impl<T> Home<T> {
     #[inline(always)]
     pub(crate) fn new(local: Option<&Local<T>>, discard: bool) -> Self {
         let ptr = local.map_or(ptr::null(), ptr::from_ref);
-        let ptr = if discard { ptr.map_addr(|a| a | DISCARD) } else { ptr };
-        Self { ptr, _marker: PhantomData }
+        let ptr = if discard {
+            ptr.map_addr(|a| a | DISCARD)
+        } else {
+            ptr
+        };
+        Self {
+            ptr,
+            _marker: PhantomData,
+        }
     }
 
     /// Whether the object is to be dropped on release.

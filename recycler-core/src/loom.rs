@@ -50,6 +50,16 @@ mod std_impl {
         }
     }
 
+    /// Makes the `thread_local` crate give the calling thread its id now,
+    /// which registers the crate's own thread-exit guard. Called before the
+    /// exit hooks are registered, so that (thread-local destructors running in
+    /// reverse order of registration) the hooks run before the crate frees
+    /// the thread's id and hands its slots to another thread.
+    pub(crate) fn register_thread_id() {
+        static PROBE: thread_local::ThreadLocal<()> = thread_local::ThreadLocal::new();
+        PROBE.get_or(|| ());
+    }
+
     /// One value per thread, kept until the whole set drops: the
     /// `thread_local` crate, which hands a dead thread's value to the next
     /// thread that reuses its id.
@@ -58,13 +68,6 @@ mod std_impl {
     impl<T: Send> ThreadSlots<T> {
         pub(crate) fn new() -> Self {
             Self(thread_local::ThreadLocal::new())
-        }
-
-        /// The calling thread's value, if it has one. Never panics, even
-        /// while the thread's thread-locals are being destroyed.
-        #[inline(always)]
-        pub(crate) fn get(&self) -> Option<&T> {
-            self.0.get()
         }
 
         /// The calling thread's value, made by `create` if it has none.
@@ -110,6 +113,9 @@ mod loom_impl {
         .ok()
     }
 
+    /// Loom threads get their slot keys on demand; nothing to order.
+    pub(crate) fn register_thread_id() {}
+
     /// One value per loom thread. The lookup itself is not modelled (a `std`
     /// mutex that is never held across a loom yield point); the values are.
     pub(crate) struct ThreadSlots<T> {
@@ -118,7 +124,9 @@ mod loom_impl {
 
     impl<T> ThreadSlots<T> {
         pub(crate) fn new() -> Self {
-            Self { slots: std::sync::Mutex::new(Vec::new()) }
+            Self {
+                slots: std::sync::Mutex::new(Vec::new()),
+            }
         }
 
         fn lookup(&self, key: usize) -> Option<&T> {
@@ -129,10 +137,6 @@ mod loom_impl {
             // `self` lives (removal needs `&mut self`), so the box's target
             // outlives the returned borrow of `self`.
             Some(unsafe { &*ptr })
-        }
-
-        pub(crate) fn get(&self) -> Option<&T> {
-            self.lookup(key()?)
         }
 
         pub(crate) fn get_or(&self, create: impl FnOnce() -> T) -> &T {

@@ -183,7 +183,9 @@ impl<T: Recyclable, const N: usize> Recyclable for [T; N] {
     }
 
     fn retained_bytes(&self) -> usize {
-        self.iter().map(T::retained_bytes).fold(0, usize::saturating_add)
+        self.iter()
+            .map(T::retained_bytes)
+            .fold(0, usize::saturating_add)
     }
 }
 

@@ -308,7 +308,10 @@ impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
     /// Shows the settings and a statistics snapshot; takes no lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Recycler")
-            .field("max_capacity_per_thread", &self.inner.config.max_capacity_per_thread)
+            .field(
+                "max_capacity_per_thread",
+                &self.inner.config.max_capacity_per_thread,
+            )
             .field("batch_size", &self.inner.config.batch_size)
             .field("ratio", &self.inner.config.ratio)
             .field("depot_capacity", &self.inner.config.depot_capacity)
@@ -394,7 +397,11 @@ impl<T: Recyclable> Inner<T> {
                 Some(local) => unsafe {
                     local.with_cache(|c| {
                         let keep = c.fresh == 0;
-                        c.fresh = if c.fresh + 1 >= self.config.ratio { 0 } else { c.fresh + 1 };
+                        c.fresh = if c.fresh + 1 >= self.config.ratio {
+                            0
+                        } else {
+                            c.fresh + 1
+                        };
                         keep
                     })
                 },
@@ -414,13 +421,14 @@ impl<T: Recyclable> Inner<T> {
         if !registry::is_live(token) {
             return None;
         }
-        let local = self.slots.get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
+        let local = self
+            .slots
+            .get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
         if !local.is_owned_by(token) {
             // SAFETY: `local` is a cache of this recycler, which keeps it (at
             // a fixed address) for as long as the recycler lives.
-            let registered = unsafe {
-                registry::register(self.exit_hook.clone(), ptr::from_ref(local).cast())
-            };
+            let registered =
+                unsafe { registry::register(self.exit_hook.clone(), ptr::from_ref(local).cast()) };
             if !registered {
                 return None;
             }
@@ -435,7 +443,9 @@ impl<T: Recyclable> Inner<T> {
     fn refill(&self, local: &Local<T>) -> bool {
         let mut got = 0;
         while got < self.config.batch_size {
-            let Some(batch) = local.inbox.recv() else { break };
+            let Some(batch) = local.inbox.recv() else {
+                break;
+            };
             got += batch.len();
             // SAFETY: the caller owns `local`; `extend` moves boxes and runs
             // no user code.
@@ -444,7 +454,9 @@ impl<T: Recyclable> Inner<T> {
         if got > 0 {
             return true;
         }
-        let Some(batch) = self.depot.take() else { return false };
+        let Some(batch) = self.depot.take() else {
+            return false;
+        };
         // SAFETY: as above.
         unsafe { local.with_cache(|c| c.batch.extend(batch)) };
         true
@@ -546,7 +558,9 @@ impl<T: Recyclable> Inner<T> {
         n: u64,
     ) {
         match local {
-            Some(l) if l.is_owned_by(registry::current()) => Counters::add_owned(field(&l.counters), n),
+            Some(l) if l.is_owned_by(registry::current()) => {
+                Counters::add_owned(field(&l.counters), n)
+            }
             _ => Counters::add_shared(field(&self.shared), n),
         }
     }

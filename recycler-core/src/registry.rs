@@ -31,10 +31,14 @@
 //! The hook must run while the thread still owns its slot, i.e. before the
 //! `thread_local` crate's own thread-local guard frees the thread's id. The
 //! crate registers that guard the first time the thread touches any
-//! `ThreadLocal`; we register ours afterwards (a cache is claimed only after
-//! the slot lookup), and thread-local destructors run in reverse order of
-//! registration on the platforms `std` supports, so ours runs first. The hook
+//! `ThreadLocal`; [`assign`] makes sure that has happened before it registers
+//! our hooks, and thread-local destructors run in reverse order of
+//! registration on the platforms `std` supports, so ours run first. The hook
 //! also re-checks ownership before touching a cache.
+//!
+//! Note that `std::thread::scope` returns once its threads' closures have
+//! returned, which can be before their thread-local destructors (and so these
+//! hooks) have run; `JoinHandle::join` waits for them.
 
 use std::cell::{Cell, RefCell};
 
@@ -175,8 +179,10 @@ pub(crate) fn assign() -> Token {
     if token != UNASSIGNED {
         return token;
     }
-    // Touch the hooks first, so that their destructor is registered before
-    // the thread can own anything.
+    // The `thread_local` crate's exit guard first, then our hooks: the hooks'
+    // destructor, registered later, runs earlier (see the module docs). Both
+    // before the thread can own anything.
+    crate::loom::register_thread_id();
     if HOOKS.try_with(|_| ()).is_err() {
         return EXITED;
     }

@@ -218,7 +218,12 @@ impl<T: Eq + Hash, S: BuildHasher> ShrinkTo for HashSet<T, S> {
 impl<T: Ord> ShrinkTo for BinaryHeap<T> {
     fn clear_and_shrink_to(&mut self, max_capacity: usize) {
         self.clear();
-        shrink_emptied(self, max_capacity, BinaryHeap::capacity, BinaryHeap::shrink_to);
+        shrink_emptied(
+            self,
+            max_capacity,
+            BinaryHeap::capacity,
+            BinaryHeap::shrink_to,
+        );
     }
 }
 

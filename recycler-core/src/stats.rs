@@ -49,8 +49,12 @@ impl Counters {
     pub(crate) fn add_to(&self, sum: &mut Tally) {
         sum.hits = sum.hits.wrapping_add(self.hits.load(Relaxed));
         sum.created = sum.created.wrapping_add(self.created.load(Relaxed));
-        sum.released_local = sum.released_local.wrapping_add(self.released_local.load(Relaxed));
-        sum.released_remote = sum.released_remote.wrapping_add(self.released_remote.load(Relaxed));
+        sum.released_local = sum
+            .released_local
+            .wrapping_add(self.released_local.load(Relaxed));
+        sum.released_remote = sum
+            .released_remote
+            .wrapping_add(self.released_remote.load(Relaxed));
         sum.dropped = sum.dropped.wrapping_add(self.dropped.load(Relaxed));
         sum.detached = sum.detached.wrapping_add(self.detached.load(Relaxed));
     }
@@ -148,7 +152,11 @@ impl RecyclerStats {
     /// The share of gets served from the pool, from 0.0 to 1.0 (1.0 when
     /// there were no gets).
     pub fn hit_ratio(&self) -> f64 {
-        if self.gets == 0 { 1.0 } else { self.hits as f64 / self.gets as f64 }
+        if self.gets == 0 {
+            1.0
+        } else {
+            self.hits as f64 / self.gets as f64
+        }
     }
 }
 
@@ -198,10 +206,18 @@ mod tests {
 
     #[test]
     fn display_reads_at_a_glance() {
-        let s = Tally { hits: 990, created: 10, released_local: 1000, ..Tally::default() }
-            .into_stats();
+        let s = Tally {
+            hits: 990,
+            created: 10,
+            released_local: 1000,
+            ..Tally::default()
+        }
+        .into_stats();
         let text = s.to_string();
-        assert!(text.starts_with("gets 1000 (hits 990, 99.0%), created 10"), "{text}");
+        assert!(
+            text.starts_with("gets 1000 (hits 990, 99.0%), created 10"),
+            "{text}"
+        );
         assert!(text.contains("idle 10"), "{text}");
     }
 

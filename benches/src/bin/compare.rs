@@ -14,9 +14,13 @@ fn main() {
             let j = w1_get_release(&BoxJemalloc, held, iters);
             let s = w1_get_release(&BoxSystem, held, iters);
             let f = w1_floor(held, iters);
-            println!("W1 held={held}: recycler {:.2} ns, jemalloc {:.2} ns, system {:.2} ns, floor {:.2} ns",
-                r.as_secs_f64() * 1e9 / iters as f64, j.as_secs_f64() * 1e9 / iters as f64,
-                s.as_secs_f64() * 1e9 / iters as f64, f.as_secs_f64() * 1e9 / iters as f64);
+            println!(
+                "W1 held={held}: recycler {:.2} ns, jemalloc {:.2} ns, system {:.2} ns, floor {:.2} ns",
+                r.as_secs_f64() * 1e9 / iters as f64,
+                j.as_secs_f64() * 1e9 / iters as f64,
+                s.as_secs_f64() * 1e9 / iters as f64,
+                f.as_secs_f64() * 1e9 / iters as f64
+            );
         }
     }
     let n = 5_000_000;
@@ -24,7 +28,12 @@ fn main() {
         let r = w2_producer_consumer(&pool, n);
         let j = w2_producer_consumer(&BoxJemalloc, n);
         let s = w2_producer_consumer(&BoxSystem, n);
-        println!("W2: recycler {:.1} Mops/s, jemalloc {:.1}, system {:.1}", n as f64 / r.as_secs_f64() / 1e6, n as f64 / j.as_secs_f64() / 1e6, n as f64 / s.as_secs_f64() / 1e6);
+        println!(
+            "W2: recycler {:.1} Mops/s, jemalloc {:.1}, system {:.1}",
+            n as f64 / r.as_secs_f64() / 1e6,
+            n as f64 / j.as_secs_f64() / 1e6,
+            n as f64 / s.as_secs_f64() / 1e6
+        );
     }
     println!("{}", pool.stats());
 }

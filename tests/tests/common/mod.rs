@@ -1,0 +1,113 @@
+//! A payload that counts how many of it were made and destroyed, so tests can
+//! check that every object is accounted for.
+
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+
+use recycler_core::{Recyclable, Recycler, RecyclerBuilder};
+
+/// Tallies shared by every `Counted` of one test.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    pub(crate) made: AtomicU64,
+    pub(crate) destroyed: AtomicU64,
+    pub(crate) resets: AtomicU64,
+    /// While set, `reset` panics.
+    pub(crate) reset_panics: AtomicBool,
+    /// While set, the factory panics.
+    pub(crate) factory_panics: AtomicBool,
+}
+
+impl Counts {
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    pub(crate) fn made(&self) -> u64 {
+        self.made.load(SeqCst)
+    }
+
+    pub(crate) fn destroyed(&self) -> u64 {
+        self.destroyed.load(SeqCst)
+    }
+
+    /// Objects that exist right now.
+    pub(crate) fn alive(&self) -> u64 {
+        self.made() - self.destroyed()
+    }
+}
+
+/// A payload with a heap part, counted.
+#[derive(Debug)]
+pub(crate) struct Counted {
+    pub(crate) counts: Arc<Counts>,
+    pub(crate) data: Vec<u64>,
+    /// Which object this is, for tests that follow one object around.
+    pub(crate) serial: u64,
+}
+
+impl Counted {
+    pub(crate) fn new(counts: &Arc<Counts>) -> Self {
+        if counts.factory_panics.load(SeqCst) {
+            panic!("factory failure (test)");
+        }
+        let serial = counts.made.fetch_add(1, SeqCst);
+        Self {
+            counts: Arc::clone(counts),
+            data: Vec::with_capacity(4),
+            serial,
+        }
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.counts.destroyed.fetch_add(1, SeqCst);
+    }
+}
+
+impl Recyclable for Counted {
+    fn reset(&mut self) {
+        if self.counts.reset_panics.load(SeqCst) {
+            panic!("reset failure (test)");
+        }
+        self.counts.resets.fetch_add(1, SeqCst);
+        self.data.clear();
+    }
+
+    fn retained_bytes(&self) -> usize {
+        self.data.capacity() * 8
+    }
+}
+
+/// A recycler of `Counted` with default settings.
+pub(crate) fn recycler(counts: &Arc<Counts>) -> Recycler<Counted> {
+    let counts = Arc::clone(counts);
+    Recycler::with_factory(move || Counted::new(&counts))
+}
+
+/// A builder of a recycler of `Counted`.
+pub(crate) fn builder(counts: &Arc<Counts>) -> RecyclerBuilder<Counted> {
+    let counts = Arc::clone(counts);
+    Recycler::builder_with_factory(move || Counted::new(&counts))
+}
+
+/// Checks that the recycler's books match the objects that exist, once all
+/// threads are quiet: every object made is in use, idle, dropped or detached
+/// (`detached_alive` of the detached ones are still held by the test).
+pub(crate) fn assert_conserved(pool: &Recycler<Counted>, counts: &Counts, detached_alive: u64) {
+    let s = pool.stats();
+    assert_eq!(s.created, counts.made(), "created vs made: {s}");
+    assert_eq!(
+        s.created,
+        s.in_use + s.idle + s.dropped + s.detached,
+        "books: {s}"
+    );
+    assert_eq!(
+        counts.alive(),
+        s.in_use + s.idle + detached_alive,
+        "objects alive vs books: {s}"
+    );
+}

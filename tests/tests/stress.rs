@@ -1,0 +1,173 @@
+//! Conservation under concurrency: several threads get, hold, pass guards to
+//! each other and drop them; at the end every object made is counted exactly
+//! once, as idle or dropped.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::thread;
+use std::time::Duration;
+
+use common::{Counts, assert_conserved, builder};
+use crossbeam_channel::{Receiver, Sender};
+use recycler_core::Pooled;
+
+/// A small deterministic generator (xorshift), one per thread.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn run(threads: usize, ops_per_thread: usize, max_capacity: usize, batch: usize) {
+    let counts = Counts::new();
+    let pool = builder(&counts)
+        .max_capacity_per_thread(max_capacity)
+        .batch_size(batch)
+        .depot_capacity(max_capacity * 2)
+        .build()
+        .unwrap();
+    let channels: Vec<(Sender<Pooled<'_, _>>, Receiver<Pooled<'_, _>>)> = (0..threads)
+        .map(|_| crossbeam_channel::bounded(64))
+        .collect();
+    let senders: Vec<_> = channels.iter().map(|(tx, _)| tx.clone()).collect();
+    thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (me, (_, rx)) in channels.iter().enumerate() {
+            let (pool, senders, rx) = (&pool, &senders, rx.clone());
+            handles.push(s.spawn(move || {
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (me as u64 + 1));
+                let mut held = Vec::new();
+                for op in 0..ops_per_thread {
+                    match rng.next() % 8 {
+                        0..=2 => {
+                            let mut g = pool.get();
+                            g.data.push(op as u64);
+                            held.push(g);
+                        }
+                        3 => {
+                            if let Some(g) = pool.try_get() {
+                                held.push(g);
+                            }
+                        }
+                        4 => {
+                            // Pass a guard to a random thread.
+                            if let Some(g) = held.pop() {
+                                let to = rng.next() as usize % senders.len();
+                                if let Err(e) = senders[to].try_send(g) {
+                                    drop(e.into_inner());
+                                }
+                            }
+                        }
+                        5 => {
+                            while let Ok(g) = rx.try_recv() {
+                                held.push(g);
+                            }
+                        }
+                        _ => {
+                            if !held.is_empty() {
+                                let i = rng.next() as usize % held.len();
+                                drop(held.swap_remove(i));
+                            }
+                        }
+                    }
+                    if held.len() > 64 {
+                        held.truncate(16);
+                    }
+                }
+                drop(held);
+            }));
+        }
+        // `join` also waits for the threads' exit hooks.
+        handles.into_iter().for_each(|h| h.join().unwrap());
+    });
+    // Guards still in the channels are released here, on this thread.
+    drop(senders);
+    drop(channels);
+    let s = pool.stats();
+    assert_eq!(s.in_use, 0, "{s}");
+    assert_conserved(&pool, &counts, 0);
+    assert_eq!(counts.alive(), s.idle, "{s}");
+    drop(pool);
+    assert_eq!(
+        counts.alive(),
+        0,
+        "dropping the recycler frees every idle object"
+    );
+}
+
+#[test]
+fn conservation_default_sizes() {
+    run(4, 20_000, 4096, 32);
+}
+
+#[test]
+fn conservation_tiny_caches_exercise_spill_and_depot() {
+    run(4, 20_000, 8, 2);
+}
+
+#[test]
+fn conservation_batch_of_one() {
+    run(3, 10_000, 16, 1);
+}
+
+/// Many threads come and go while others keep working and passing guards.
+#[test]
+fn conservation_with_threads_exiting() {
+    let counts = Counts::new();
+    let pool = Arc::new(
+        builder(&counts)
+            .max_capacity_per_thread(64)
+            .batch_size(4)
+            .build()
+            .unwrap(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = crossbeam_channel::bounded(256);
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let (pool, stop, rx) = (Arc::clone(&pool), Arc::clone(&stop), rx.clone());
+            thread::spawn(move || {
+                let mut held = Vec::new();
+                while !stop.load(Relaxed) {
+                    held.push(pool.get_owned());
+                    if let Ok(g) = rx.try_recv() {
+                        drop(g);
+                    }
+                    if held.len() > 32 {
+                        held.clear();
+                    }
+                }
+            })
+        })
+        .collect();
+    for _ in 0..200 {
+        let (pool, tx) = (Arc::clone(&pool), tx.clone());
+        thread::spawn(move || {
+            for _ in 0..20 {
+                let g = pool.get_owned();
+                let _ = tx.try_send(g);
+                drop(pool.get_owned());
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    thread::sleep(Duration::from_millis(10));
+    stop.store(true, Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    drop(tx);
+    drop(rx);
+    let s = pool.stats();
+    assert_eq!(s.in_use, 0, "{s}");
+    assert_conserved(&pool, &counts, 0);
+    assert_eq!(counts.alive(), s.idle);
+}
