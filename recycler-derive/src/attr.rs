@@ -7,7 +7,10 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
 use syn::parse::ParseStream;
-use syn::{Attribute, Error, Ident, LitInt, LitStr, Path, Result, Token};
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Error, Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Result, Token, UnOp,
+};
 
 /// One `key` or `key = value` inside `#[recycle(..)]`.
 pub(crate) struct Setting<T> {
@@ -25,7 +28,7 @@ pub(crate) enum FieldRule {
     /// `#[recycle(with = path)]`: call `path(&mut field)`.
     With(Path),
     /// `#[recycle(shrink_to = N)]`: `ShrinkTo::clear_and_shrink_to(&mut field, N)`.
-    /// Holds `N`: an integer literal or the path of a constant.
+    /// Holds `N`: an integer literal or a constant expression.
     ShrinkTo(TokenStream),
 }
 
@@ -211,7 +214,8 @@ fn path_value(meta: &ParseNestedMeta, example: &str) -> Result<Path> {
     )))
 }
 
-/// `shrink_to = N`, with `N` an integer literal or the path of a `usize` constant.
+/// `shrink_to = N`, with `N` an integer literal or a constant expression of
+/// type `usize` (`MAX_IDLE`, `64 * 1024`); the compiler checks the type.
 fn limit_value(meta: &ParseNestedMeta) -> Result<TokenStream> {
     const EXAMPLE: &str = "`#[recycle(shrink_to = 4096)]`";
     if !meta.input.peek(Token![=]) {
@@ -220,28 +224,45 @@ fn limit_value(meta: &ParseNestedMeta) -> Result<TokenStream> {
         )));
     }
     let value = meta.value()?;
-    if value.peek(LitInt) {
-        let lit: LitInt = value.parse()?;
-        if !matches!(lit.suffix(), "" | "usize") {
-            return Err(Error::new_spanned(
-                &lit,
-                format!("`shrink_to` takes a `usize`, not a `{}`", lit.suffix()),
-            ));
+    let expected = |span| {
+        Error::new(
+            span,
+            format!(
+                "expected the largest capacity to keep, an integer or a `usize` constant, \
+                 as in {EXAMPLE}"
+            ),
+        )
+    };
+    let expr: Expr = value.parse().map_err(|error| expected(error.span()))?;
+    match &expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => {
+            if !matches!(lit.suffix(), "" | "usize") {
+                return Err(Error::new_spanned(
+                    lit,
+                    format!("`shrink_to` takes a `usize`, not a `{}`", lit.suffix()),
+                ));
+            }
+            if lit.base10_parse::<usize>().is_err() {
+                return Err(not_a_capacity(&expr));
+            }
         }
-        if lit.base10_parse::<usize>().is_err() {
-            return Err(Error::new_spanned(
-                &lit,
-                format!("`shrink_to` takes a capacity, a `usize`, and `{lit}` is not one"),
-            ));
-        }
-        return Ok(lit.to_token_stream());
+        Expr::Lit(other) => return Err(expected(other.span())),
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_), ..
+        }) => return Err(not_a_capacity(&expr)),
+        _ => {}
     }
-    if starts_path(value) {
-        return Ok(value.parse::<Path>()?.to_token_stream());
-    }
-    Err(value.error(format!(
-        "expected the largest capacity to keep, an integer or a `usize` constant, as in {EXAMPLE}"
-    )))
+    Ok(expr.to_token_stream())
+}
+
+fn not_a_capacity(expr: &Expr) -> Error {
+    let text = expr.to_token_stream().to_string().replace(' ', "");
+    Error::new_spanned(
+        expr,
+        format!("`shrink_to` takes a capacity, a `usize`, and `{text}` is not one"),
+    )
 }
 
 /// ` (did you mean `skip`?)` for a key within two edits of a known one.

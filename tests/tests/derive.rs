@@ -329,6 +329,8 @@ struct Connection {
     body: String,
     #[recycle(shrink_to = 16usize)]
     seen: HashSet<u64>,
+    #[recycle(shrink_to = 2 * MAX_IDLE_BODY)]
+    out: Vec<u8>,
 }
 
 impl Connection {
@@ -344,6 +346,7 @@ impl Connection {
             write_buf: Vec::new(),
             body: String::new(),
             seen: HashSet::new(),
+            out: Vec::new(),
         }
     }
 }
@@ -361,6 +364,7 @@ fn field_attributes() {
     conn.write_buf.extend_from_slice(&[0; 100]);
     conn.body.push_str(&"x".repeat(10_000));
     conn.seen.extend(0..1000);
+    conn.out.resize(10_000, 0);
     let write_cap = conn.write_buf.capacity();
     let read_cap = conn.read_buf.capacity();
 
@@ -372,6 +376,7 @@ fn field_attributes() {
             + c.write_buf.capacity()
             + c.body.capacity()
             + c.seen.capacity() * 8
+            + c.out.capacity()
     };
     assert_eq!(conn.retained_bytes(), counted(&conn));
 
@@ -399,6 +404,11 @@ fn field_attributes() {
         "over the limit: shrunk"
     );
     assert!(conn.seen.is_empty() && conn.seen.capacity() <= 16);
+    assert_eq!(
+        conn.out.capacity(),
+        2 * MAX_IDLE_BODY,
+        "shrink_to takes a const expression"
+    );
     assert_eq!(conn.retained_bytes(), counted(&conn));
 }
 

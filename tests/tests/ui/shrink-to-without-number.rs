@@ -10,6 +10,8 @@ struct Message {
     c: Vec<u8>,
     #[recycle(shrink_to = 4096u16)]
     d: Vec<u8>,
+    #[recycle(shrink_to = 0.5)]
+    e: Vec<u8>,
 }
 
 fn main() {}
