@@ -36,6 +36,74 @@
 //! assert_eq!((stats.created, stats.hits), (1, 2));
 //! ```
 //!
+//! # Deriving
+//!
+//! `#[derive(Recyclable)]` (default feature `derive`) writes the impl: `reset`
+//! resets every field with its own [`Recyclable::reset`], and
+//! `retained_bytes` adds up the fields'. Attributes adjust it field by field:
+//!
+//! - `#[recycle(skip)]` keeps the field's value (a lifetime counter, an id, a
+//!   foreign type);
+//! - `#[recycle(default)]` assigns `Default::default()`, for a type that is
+//!   `Default` but not `Recyclable`;
+//! - `#[recycle(with = path::to::fn)]` resets it with a `fn(&mut FieldType)`;
+//! - `#[recycle(shrink_to = N)]` clears a collection and caps its capacity at
+//!   `N` ([`ShrinkTo`]), so that one huge value cannot bloat the pool;
+//! - on an enum, `#[recycle(default)]` marks the unit variant `reset`
+//!   returns to;
+//! - `#[recycle(crate = path)]` points the generated code at a re-export of
+//!   this crate.
+//!
+//! ```
+//! use std::time::Instant;
+//! use recycler_core::{Recyclable, Recycler};
+//!
+//! #[derive(Recyclable)]
+//! struct Connection {
+//!     read_buf: Vec<u8>,
+//!     #[recycle(shrink_to = 64 * 1024)]
+//!     write_buf: Vec<u8>,
+//!     #[recycle(skip)]
+//!     requests_served: u64,
+//!     #[recycle(skip)]
+//!     opened_at: Instant,
+//!     state: State,
+//! }
+//!
+//! #[derive(Recyclable)]
+//! enum State {
+//!     #[recycle(default)]
+//!     Idle,
+//!     Reading { expected: usize },
+//! }
+//!
+//! let pool = Recycler::with_factory(|| Connection {
+//!     read_buf: Vec::with_capacity(4096),
+//!     write_buf: Vec::new(),
+//!     requests_served: 0,
+//!     opened_at: Instant::now(),
+//!     state: State::Idle,
+//! });
+//!
+//! let mut conn = pool.get();
+//! conn.read_buf.extend_from_slice(b"GET / HTTP/1.1\r\n");
+//! conn.write_buf.resize(1 << 20, 0); // one huge response
+//! conn.requests_served += 1;
+//! conn.state = State::Reading { expected: 512 };
+//! drop(conn);
+//!
+//! let conn = pool.get(); // the same connection, reset
+//! assert!(conn.read_buf.is_empty() && conn.read_buf.capacity() >= 4096);
+//! assert_eq!(conn.write_buf.capacity(), 64 * 1024); // capped, not 1 MiB
+//! assert_eq!(conn.requests_served, 1); // skipped: survives reuse
+//! assert!(conn.opened_at <= Instant::now());
+//! assert!(matches!(conn.state, State::Idle));
+//! ```
+//!
+//! The guide, `docs/derive.md` in the repository, has an example of every
+//! attribute and shape, the rules for type-parameter bounds and
+//! `retained_bytes`, and the compiler's message for each mistake.
+//!
 //! # How it works
 //!
 //! Each thread has its own cache of idle objects. [`Recycler::get`] pops it,

@@ -1,1 +1,7 @@
 //! Integration, stress and loom tests for `recycler-core`; see `tests/`.
+
+/// `docs/derive.md`: its examples run as this crate's doc tests, so the
+/// guide cannot drift from what the derive accepts and rejects.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/derive.md")]
+pub struct DeriveGuide;
