@@ -95,21 +95,37 @@ impl<T> Queue<T> {
     }
 }
 
+/// The loom stand-in: a locked deque behind an atomic length. Like
+/// crossbeam's channel, a receive first reads an atomic that the send wrote
+/// (so the `SeqCst` fences around the inbox apply to it, as they do to
+/// crossbeam's indices) and returns at once when it sees nothing.
 #[cfg(loom)]
-struct Queue<T>(crate::loom::Mutex<std::collections::VecDeque<Batch<T>>>);
+struct Queue<T> {
+    items: crate::loom::Mutex<std::collections::VecDeque<Batch<T>>>,
+    len: AtomicUsize,
+}
 
 #[cfg(loom)]
 impl<T> Queue<T> {
     fn new() -> Self {
-        Self(crate::loom::Mutex::new(std::collections::VecDeque::new()))
+        Self {
+            items: crate::loom::Mutex::new(std::collections::VecDeque::new()),
+            len: AtomicUsize::new(0),
+        }
     }
 
     fn push(&self, batch: Batch<T>) {
-        self.0.lock().unwrap().push_back(batch);
+        self.items.lock().unwrap().push_back(batch);
+        self.len.fetch_add(1, Ordering::Release);
     }
 
     fn pop(&self) -> Option<Batch<T>> {
-        self.0.lock().unwrap().pop_front()
+        if self.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let batch = self.items.lock().unwrap().pop_front()?;
+        self.len.fetch_sub(1, Ordering::Relaxed);
+        Some(batch)
     }
 }
 

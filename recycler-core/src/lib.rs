@@ -161,3 +161,9 @@ pub use crate::stats::RecyclerStats;
 
 #[cfg(feature = "derive")]
 pub use recycler_derive::Recyclable;
+
+/// Loom builds only: runs the calling thread's exit hooks now (see
+/// `tests/tests/loom.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use crate::registry::run_exit_hooks_now as __loom_thread_exit;

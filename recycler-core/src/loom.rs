@@ -22,6 +22,25 @@ pub(crate) mod process {
     pub(crate) use std::sync::atomic::AtomicU64;
 }
 
+/// `thread_local!` for values with a `const` initializer: `const { .. }`
+/// (no lazy-init check on access) with `std`, a plain initializer with loom,
+/// whose macro does not accept `const` blocks.
+#[cfg(not(loom))]
+macro_rules! const_thread_local {
+    ($($vis:vis static $name:ident: $t:ty = $init:expr;)*) => {
+        std::thread_local! { $($vis static $name: $t = const { $init };)* }
+    };
+}
+
+#[cfg(loom)]
+macro_rules! const_thread_local {
+    ($($vis:vis static $name:ident: $t:ty = $init:expr;)*) => {
+        loom::thread_local! { $($vis static $name: $t = $init;)* }
+    };
+}
+
+pub(crate) use const_thread_local;
+
 #[cfg(not(loom))]
 pub(crate) use self::std_impl::*;
 
@@ -32,7 +51,6 @@ pub(crate) use self::loom_impl::*;
 mod std_impl {
     pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
     pub(crate) use std::sync::{Mutex, MutexGuard};
-    pub(crate) use std::thread_local;
 
     /// `std::cell::UnsafeCell` with loom's closure-based API (the part we use).
     #[derive(Debug)]
@@ -90,7 +108,6 @@ mod loom_impl {
     pub(crate) use loom::cell::UnsafeCell;
     pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering, fence};
     pub(crate) use loom::sync::{Mutex, MutexGuard};
-    pub(crate) use loom::thread_local;
 
     use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
@@ -100,7 +117,7 @@ mod loom_impl {
     static NEXT_KEY: StdAtomicUsize = StdAtomicUsize::new(1);
 
     loom::thread_local! {
-        static KEY: Cell<usize> = const { Cell::new(0) };
+        static KEY: Cell<usize> = Cell::new(0);
     }
 
     fn key() -> Option<usize> {

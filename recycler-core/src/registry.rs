@@ -43,7 +43,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::loom::process::AtomicU64;
-use crate::loom::{Weak, thread_local};
+use crate::loom::{Weak, const_thread_local};
 
 /// The identity of a thread, as seen by the caches it owns.
 pub(crate) type Token = u64;
@@ -89,17 +89,22 @@ struct Hook {
 
 /// The hooks of one thread, run when its thread-locals are destroyed.
 struct ExitHooks {
+    /// The thread's token, kept here too: other thread-locals (`TOKEN`
+    /// itself, under loom) may already be gone when this one is destroyed.
+    token: Cell<Token>,
     hooks: RefCell<Vec<Hook>>,
 }
 
-impl Drop for ExitHooks {
-    fn drop(&mut self) {
+impl ExitHooks {
+    /// Runs the hooks: the thread gives up every cache it owns.
+    fn run(&self) {
         // From here on the thread owns nothing: guards dropped later in this
         // thread's teardown (or by the hooks themselves) take the foreign path,
         // and `get` finds no cache in the hot index.
-        let token = TOKEN.try_with(|t| t.replace(EXITED)).unwrap_or(EXITED);
+        let token = self.token.replace(EXITED);
+        let _ = TOKEN.try_with(|t| t.set(EXITED));
         let _ = HOT.try_with(|hot| hot.iter().for_each(|e| e.set(EMPTY)));
-        let hooks = std::mem::take(self.hooks.get_mut());
+        let hooks = self.hooks.take();
         for hook in hooks {
             if let Some(target) = hook.target.upgrade() {
                 // SAFETY: `hook.local` was registered together with
@@ -112,14 +117,36 @@ impl Drop for ExitHooks {
     }
 }
 
+impl Drop for ExitHooks {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
+/// Runs the calling thread's exit hooks now, as its exit would.
+///
+/// For loom models only: loom's `JoinHandle::join` returns before the
+/// thread's thread-locals are destroyed (and destroys them in no fixed order),
+/// so a model's threads call this as their last step to exit
+/// deterministically. The code run is the same as at a real exit.
+#[cfg(loom)]
+pub fn run_exit_hooks_now() {
+    let _ = HOOKS.try_with(ExitHooks::run);
+}
+
 type HotEntry = (u64, *const ());
 
 const EMPTY: HotEntry = (0, std::ptr::null());
 
-thread_local! {
-    static HOT: [Cell<HotEntry>; HOT_SLOTS] = const { [const { Cell::new(EMPTY) }; HOT_SLOTS] };
-    static TOKEN: Cell<Token> = const { Cell::new(UNASSIGNED) };
-    static HOOKS: ExitHooks = const { ExitHooks { hooks: RefCell::new(Vec::new()) } };
+/// An empty hot-index entry, to initialize the array with.
+#[allow(clippy::declare_interior_mutable_const, reason = "only copied into the array")]
+const EMPTY_CELL: Cell<HotEntry> = Cell::new(EMPTY);
+
+const_thread_local! {
+    static HOT: [Cell<HotEntry>; HOT_SLOTS] = [EMPTY_CELL; HOT_SLOTS];
+    static TOKEN: Cell<Token> = Cell::new(UNASSIGNED);
+    static HOOKS: ExitHooks =
+        ExitHooks { token: Cell::new(UNASSIGNED), hooks: RefCell::new(Vec::new()) };
 }
 
 /// The calling thread's token, or a value no cache is owned by (unassigned,
@@ -192,7 +219,8 @@ pub(crate) fn assign() -> Token {
     if token >= EXITED {
         return EXITED;
     }
-    if TOKEN.try_with(|t| t.set(token)).is_err() {
+    if TOKEN.try_with(|t| t.set(token)).is_err() || HOOKS.try_with(|h| h.token.set(token)).is_err()
+    {
         return EXITED;
     }
     token
