@@ -465,6 +465,61 @@ fn retained_bytes_saturates() {
     assert_eq!(Twice(Huge, Huge).retained_bytes(), usize::MAX);
 }
 
+/// A recursive type: `Self` and the type's own name in its fields.
+#[derive(Recyclable, Default, Debug, PartialEq)]
+struct Node {
+    label: String,
+    children: Vec<Node>,
+    parent: Option<Box<Self>>,
+}
+
+#[test]
+fn recursive_type() {
+    let mut node = Node::default();
+    node.children.push(Node {
+        label: "leaf".into(),
+        ..Node::default()
+    });
+    node.parent = Some(Box::default());
+    assert_resets_to_default(node);
+}
+
+/// Types declared by a `macro_rules!` macro: field names, `self` and the
+/// generated locals come from different hygiene contexts.
+macro_rules! declare_message {
+    ($name:ident { $($field:ident: $ty:ty),* $(,)? }) => {
+        #[derive(Recyclable, Default, Debug, PartialEq)]
+        struct $name {
+            $($field: $ty,)*
+            #[recycle(skip)]
+            sequence: u64,
+            #[recycle(shrink_to = 8)]
+            scratch: Vec<u8>,
+        }
+    };
+}
+
+declare_message!(Quote { symbol: String, prices: Vec<u64> });
+
+#[test]
+fn derive_inside_macro_rules() {
+    let mut quote = Quote {
+        symbol: "ACME".into(),
+        prices: vec![1, 2],
+        sequence: 9,
+        scratch: vec![0; 100],
+    };
+    quote.reset();
+    assert_eq!(
+        quote,
+        Quote {
+            sequence: 9,
+            ..Quote::default()
+        }
+    );
+    assert_eq!(quote.scratch.capacity(), 8);
+}
+
 // ------------------------------------------------------ container: crate
 
 /// A crate that re-exports `recycler_core` under another path.

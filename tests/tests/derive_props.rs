@@ -45,9 +45,14 @@ struct Session {
     request: HttpRequest,
     history: VecDeque<HttpRequest>,
     tags: BTreeSet<String>,
-    scratch: Box<Vec<u8>>,
+    scratch: Box<Scratch>,
     counters: [u32; 4],
     state: Message,
+}
+
+#[derive(Recyclable, Default, Debug, PartialEq)]
+struct Scratch {
+    bytes: Vec<u8>,
 }
 
 #[derive(Recyclable, Default, Debug, PartialEq)]
@@ -196,18 +201,18 @@ proptest! {
         }
         s.history.extend(history);
         s.tags.extend(tags);
-        s.scratch.extend_from_slice(&scratch);
+        s.scratch.bytes.extend_from_slice(&scratch);
         s.counters = counters;
         s.state = state;
         let kept = (
             request_capacities(&s.request),
             s.history.capacity(),
-            s.scratch.capacity(),
+            s.scratch.bytes.capacity(),
         );
 
         check_reset(&mut s);
         prop_assert_eq!(
-            (request_capacities(&s.request), s.history.capacity(), s.scratch.capacity()),
+            (request_capacities(&s.request), s.history.capacity(), s.scratch.bytes.capacity()),
             kept
         );
     }
