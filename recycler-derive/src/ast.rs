@@ -3,7 +3,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{Data, DeriveInput, Error, Fields, Index, Member, Type};
+use syn::{Data, DeriveInput, Error, Fields, Index, Member, Path, Type};
 
 use crate::attr::{self, ContainerAttrs, FieldAttrs, VariantAttrs};
 
@@ -15,6 +15,8 @@ pub(crate) enum Input<'a> {
 pub(crate) struct Struct<'a> {
     pub(crate) original: &'a DeriveInput,
     pub(crate) attrs: ContainerAttrs,
+    /// The `packed` of `#[repr(packed)]`, which the derive cannot support.
+    pub(crate) packed: Option<Path>,
     pub(crate) fields: Vec<Field<'a>>,
 }
 
@@ -46,6 +48,7 @@ impl<'a> Input<'a> {
             Data::Struct(data) => Some(Input::Struct(Struct {
                 original: node,
                 attrs: attr::container(&node.attrs, "a struct", errors),
+                packed: attr::repr_packed(&node.attrs),
                 fields: Field::multiple_from_syn(&data.fields, errors),
             })),
             Data::Enum(data) => {

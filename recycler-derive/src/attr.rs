@@ -184,6 +184,27 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldAttrs 
     out
 }
 
+/// The `packed` in `#[repr(packed)]` or `#[repr(packed(N))]`, if any.
+///
+/// A malformed `repr` is left for the compiler to report.
+pub(crate) fn repr_packed(attrs: &[Attribute]) -> Option<Path> {
+    let mut packed = None;
+    for attr in attrs.iter().filter(|attr| attr.path().is_ident("repr")) {
+        let _ = attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("packed") {
+                packed = Some(meta.path.clone());
+            }
+            if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<TokenStream>()?;
+            }
+            Ok(())
+        });
+    }
+    packed
+}
+
 /// Rejects `key = ..` and `key(..)` for a key that takes no value.
 fn no_value(meta: &ParseNestedMeta, key: &str) -> Result<()> {
     if meta.input.is_empty() || meta.input.peek(Token![,]) {

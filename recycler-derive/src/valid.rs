@@ -25,6 +25,14 @@ fn validate_container(attrs: &ContainerAttrs, errors: &mut Vec<Error>) {
 
 fn validate_struct(input: &Struct<'_>, errors: &mut Vec<Error>) {
     validate_container(&input.attrs, errors);
+    if let Some(packed) = &input.packed {
+        errors.push(Error::new_spanned(
+            packed,
+            "`Recyclable` cannot be derived for a `#[repr(packed)]` struct: resetting a field \
+             in place takes a reference to it, which may be unaligned; implement \
+             `recycler_core::Recyclable` by hand, moving each field out and back",
+        ));
+    }
     for field in &input.fields {
         at_most_one_rule(field, errors);
     }

@@ -68,7 +68,9 @@ fn named_struct_resets_every_field_and_keeps_capacity() {
     assert_eq!(req.retained_bytes(), expected); // still held, for the next user
 }
 
+/// A `repr` other than `packed` is fine.
 #[derive(Recyclable, Default, Debug, PartialEq)]
+#[repr(C, align(8))]
 struct Pair(Vec<u32>, String, u8);
 
 #[derive(Recyclable, Default, Debug, PartialEq)]
