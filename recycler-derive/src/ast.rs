@@ -5,7 +5,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Data, DeriveInput, Error, Fields, Index, Member, Path, Type};
 
-use crate::attr::{self, ContainerAttrs, FieldAttrs, VariantAttrs};
+use crate::attr::{self, Container, ContainerAttrs, FieldAttrs, VariantAttrs};
 
 pub(crate) enum Input<'a> {
     Struct(Struct<'a>),
@@ -47,7 +47,7 @@ impl<'a> Input<'a> {
         match &node.data {
             Data::Struct(data) => Some(Input::Struct(Struct {
                 original: node,
-                attrs: attr::container(&node.attrs, "a struct", errors),
+                attrs: attr::container(&node.attrs, Container::Struct, errors),
                 packed: attr::repr_packed(&node.attrs),
                 fields: Field::multiple_from_syn(&data.fields, errors),
             })),
@@ -56,7 +56,7 @@ impl<'a> Input<'a> {
                 Some(Input::Enum(Enum {
                     original: node,
                     head: quote!(#enum_token #ident),
-                    attrs: attr::container(&node.attrs, "an enum", errors),
+                    attrs: attr::container(&node.attrs, Container::Enum, errors),
                     variants: data
                         .variants
                         .iter()

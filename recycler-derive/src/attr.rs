@@ -83,9 +83,16 @@ fn key_name(path: &Path) -> String {
     path.to_token_stream().to_string().replace(' ', "")
 }
 
+/// What `#[derive(Recyclable)]` sits on, for container attributes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Container {
+    Struct,
+    Enum,
+}
+
 pub(crate) fn container(
     attrs: &[Attribute],
-    what: &str,
+    kind: Container,
     errors: &mut Vec<Error>,
 ) -> ContainerAttrs {
     let mut out = ContainerAttrs::default();
@@ -98,7 +105,7 @@ pub(crate) fn container(
                     value,
                 });
                 Ok(())
-            } else if meta.path.is_ident("default") && what == "an enum" {
+            } else if meta.path.is_ident("default") && kind == Container::Enum {
                 Err(Error::new_spanned(
                     &meta.path,
                     "`#[recycle(default)]` goes on the unit variant that `reset` returns to, \
@@ -108,13 +115,16 @@ pub(crate) fn container(
                 Err(Error::new_spanned(
                     &meta.path,
                     format!(
-                        "unknown attribute `{}` on {what}; the only one allowed here is \
+                        "unknown attribute `{}` on {}; the only one allowed here is \
                          `#[recycle(crate = path::to::recycler_core)]`{}",
                         key_name(&meta.path),
-                        if what == "a struct" {
-                            "; field attributes go on the fields"
-                        } else {
-                            ""
+                        match kind {
+                            Container::Struct => "a struct",
+                            Container::Enum => "an enum",
+                        },
+                        match kind {
+                            Container::Struct => "; field attributes go on the fields",
+                            Container::Enum => "",
                         },
                     ),
                 ))
