@@ -3,7 +3,8 @@
 //!
 //! The messages depend on the compiler version; refresh them with
 //! `TRYBUILD=overwrite cargo test -p recycler-tests --test compiletest`
-//! after a toolchain upgrade, and read the diff.
+//! after a toolchain upgrade, read the diff, and update the matching outputs
+//! in `docs/derive.md` (which shows each case with its full compiler output).
 
 #[test]
 #[cfg_attr(miri, ignore)]
