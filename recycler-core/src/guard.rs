@@ -90,10 +90,11 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
 impl<T: Recyclable> Drop for Pooled<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
+        let reset = Inner::resets(self.home);
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
-        self.inner.release(obj, self.home);
+        self.inner.release(obj, self.home, reset);
     }
 }
 
@@ -194,10 +195,11 @@ impl<T: Recyclable> OwnedPooled<T> {
 impl<T: Recyclable> Drop for OwnedPooled<T> {
     #[inline(always)]
     fn drop(&mut self) {
+        let reset = Inner::resets(self.home);
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
-        self.recycler.inner().release(obj, self.home);
+        self.recycler.inner().release(obj, self.home, reset);
     }
 }
 

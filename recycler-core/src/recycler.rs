@@ -365,17 +365,19 @@ impl<T: Recyclable> Inner<T> {
             return Some((obj, Home::new(None, false)));
         };
         self.flush_pending(local);
-        // SAFETY (all three blocks): `local_for_current` returns a cache the
-        // calling thread owns; the closures run no user code.
-        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
+        // SAFETY: `local_for_current` returns a cache the calling thread
+        // owns; the closure runs no user code.
+        let nothing_pending = unsafe { local.with_cache(|c| c.pending.is_empty()) };
+        if nothing_pending {
             // SAFETY: the calling thread owns `local`, a cache of this
             // recycler, and has just checked that nothing is pending;
             // `release_foreign` removes the entry before it adds to `pending`.
             unsafe { registry::set_hot(self.id, ptr::from_ref(local).cast()) };
         }
+        // SAFETY: as for `nothing_pending`.
         let mut obj = unsafe { local.with_cache(|c| c.batch.pop_back()) };
         if obj.is_none() && self.refill(local) {
-            // SAFETY: as above.
+            // SAFETY: as for `nothing_pending`.
             obj = unsafe { local.with_cache(|c| c.batch.pop_back()) };
         }
         let obj = obj?;
@@ -464,30 +466,83 @@ impl<T: Recyclable> Inner<T> {
 
     /// Returns a released object to the pool. Runs `reset` first, on the
     /// calling thread; see the module docs for where the object goes.
+    ///
+    /// The owner path is inlined into the guard's `drop`; every other case
+    /// goes through the one out-of-line call at the end, which keeps the
+    /// inlined part small enough for the compiler to inline it into the
+    /// caller's loop.
+    ///
+    /// `reset` is [`Inner::resets`] of the home, evaluated by the caller
+    /// before it takes the object out of the guard: `panicking()` is a call
+    /// that could unwind, and no owned box must be live across it, or the
+    /// unwinding cleanup makes this path too large to inline.
     #[inline(always)]
-    pub(crate) fn release(&self, mut obj: Box<T>, home: Home<T>) {
-        if home.is_discard() || std::thread::panicking() {
+    pub(crate) fn release(&self, obj: Box<T>, home: Home<T>, reset: bool) {
+        let mut obj = obj;
+        if reset {
+            obj = Resetting::reset(self, obj, home);
+            // SAFETY: a guard borrows (or holds an `Arc` of) the recycler, so
+            // the recycler outlives this call.
+            if let Some(local) = unsafe { home.local() } {
+                if local.is_owned_by(registry::current()) {
+                    let max = self.config.max_capacity_per_thread;
+                    // SAFETY: the calling thread owns `local`; the closure
+                    // runs no user code (it moves a box).
+                    let rest = unsafe {
+                        local.with_cache(|c| {
+                            // Room in the cache and in its allocation: the
+                            // push neither spills nor grows.
+                            if c.batch.len() < max && c.batch.len() < c.batch.capacity() {
+                                c.batch.push_back(obj);
+                                None
+                            } else {
+                                Some(obj)
+                            }
+                        })
+                    };
+                    match rest {
+                        None => {
+                            Counters::add_owned(&local.counters.released_local, 1);
+                            return;
+                        }
+                        Some(back) => obj = back,
+                    }
+                }
+            }
+        }
+        self.release_slow(obj, home, reset);
+    }
+
+    /// Whether an object released now to `home` is reset and pooled, or
+    /// dropped: dropped when `ratio` or capacity 0 marked it so, or when the
+    /// releasing thread is panicking (the guard's holder failed; the object
+    /// may be inconsistent, and a panicking `reset` would abort).
+    #[inline(always)]
+    pub(crate) fn resets(home: Home<T>) -> bool {
+        !home.is_discard() && !std::thread::panicking()
+    }
+
+    /// Every release but the owner's push into a cache with room: discards
+    /// (`ratio`, capacity 0, a panicking thread), releases on a thread that
+    /// does not own the object's home, and a full cache.
+    #[cold]
+    #[inline(never)]
+    fn release_slow(&self, obj: Box<T>, home: Home<T>, reset: bool) {
+        if !reset {
             self.discard(obj, home);
             return;
         }
-        let unwinding = ResetGuard { inner: self, home };
-        obj.reset();
-        mem::forget(unwinding);
-
-        // SAFETY: a guard borrows (or holds an `Arc` of) the recycler, so the
-        // recycler outlives this call.
-        if let Some(local) = unsafe { home.local() } {
-            if local.is_owned_by(registry::current()) {
+        // SAFETY: the recycler outlives the guard being released.
+        match unsafe { home.local() } {
+            Some(local) if local.is_owned_by(registry::current()) => {
                 self.release_owned(local, obj);
-                return;
             }
+            _ => self.release_foreign(obj, home),
         }
-        self.release_foreign(obj, home);
     }
 
     /// Pushes a released object onto the cache of the calling thread, which
     /// owns `local`; past `max_capacity_per_thread`, spills first.
-    #[inline(always)]
     fn release_owned(&self, local: &Local<T>, obj: Box<T>) {
         let max = self.config.max_capacity_per_thread;
         // SAFETY: the caller owns `local`; the closure runs no user code.
@@ -509,8 +564,6 @@ impl<T: Recyclable> Inner<T> {
 
     /// Release on the owner thread into a full cache: spill the oldest batch
     /// to the depot to make room.
-    #[cold]
-    #[inline(never)]
     fn release_spilling(&self, local: &Local<T>, obj: Box<T>) {
         let batch_size = self.config.batch_size;
         // SAFETY: the caller owns `local`; the closure runs no user code.
@@ -526,8 +579,6 @@ impl<T: Recyclable> Inner<T> {
     }
 
     /// Drops a released object instead of pooling it.
-    #[cold]
-    #[inline(never)]
     fn discard(&self, obj: Box<T>, home: Home<T>) {
         self.count_release(home, 1);
         // SAFETY: the recycler outlives the guard that is being released.
@@ -583,8 +634,6 @@ impl<T: Recyclable> Inner<T> {
     }
 
     /// Release on a thread that does not own the object's home.
-    #[cold]
-    #[inline(never)]
     fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
         let mine = self.local_for_current();
         let home_ptr = home.local_ptr();
@@ -622,8 +671,11 @@ impl<T: Recyclable> Inner<T> {
 
     /// Sends every batch `mine` has pending to its home.
     fn flush_pending(&self, mine: &Local<T>) {
-        // SAFETY (loop): the caller owns `mine`; the closure runs no user code.
-        while let Some(p) = unsafe { mine.with_cache(|c| c.pending.pop()) } {
+        loop {
+            // SAFETY: the caller owns `mine`; the closure runs no user code.
+            let Some(p) = (unsafe { mine.with_cache(|c| c.pending.pop()) }) else {
+                break;
+            };
             self.send_home(p.home, p.objs, Some(mine));
         }
     }
@@ -735,19 +787,42 @@ impl<T: Recyclable + Send> ExitFlush for Inner<T> {
     }
 }
 
-/// Counts an object whose `reset` panicked as released and dropped; the
-/// unwinding drops the object itself.
-struct ResetGuard<'a, T: Recyclable> {
+/// An object being reset. If `reset` panics, unwinding drops this, which
+/// counts the object as released and dropped and drops it (out of line, so
+/// that the inlined release path carries a single cleanup call).
+struct Resetting<'a, T: Recyclable> {
     inner: &'a Inner<T>,
     home: Home<T>,
+    obj: mem::ManuallyDrop<Box<T>>,
 }
 
-impl<T: Recyclable> Drop for ResetGuard<'_, T> {
+impl<'a, T: Recyclable> Resetting<'a, T> {
+    /// Runs `obj.reset()`; returns the object unless `reset` panics.
+    #[inline(always)]
+    fn reset(inner: &'a Inner<T>, obj: Box<T>, home: Home<T>) -> Box<T> {
+        let mut this = Self {
+            inner,
+            home,
+            obj: mem::ManuallyDrop::new(obj),
+        };
+        this.obj.reset();
+        let mut this = mem::ManuallyDrop::new(this);
+        // SAFETY: `this` is never dropped, so the object is taken once, here.
+        unsafe { mem::ManuallyDrop::take(&mut this.obj) }
+    }
+}
+
+impl<T: Recyclable> Drop for Resetting<'_, T> {
+    #[cold]
+    #[inline(never)]
     fn drop(&mut self) {
         self.inner.count_release(self.home, 1);
         // SAFETY: the recycler outlives the guard being released.
         let local = unsafe { self.home.local() };
         self.inner.count_for(local, |c| &c.dropped, 1);
+        // SAFETY: dropped once: this guard runs only when `reset` unwinds,
+        // and `Resetting::reset` takes the object only when it returns.
+        drop(unsafe { mem::ManuallyDrop::take(&mut self.obj) });
     }
 }
 

@@ -139,7 +139,10 @@ type HotEntry = (u64, *const ());
 const EMPTY: HotEntry = (0, std::ptr::null());
 
 /// An empty hot-index entry, to initialize the array with.
-#[allow(clippy::declare_interior_mutable_const, reason = "only copied into the array")]
+#[allow(
+    clippy::declare_interior_mutable_const,
+    reason = "only copied into the array"
+)]
 const EMPTY_CELL: Cell<HotEntry> = Cell::new(EMPTY);
 
 const_thread_local! {
