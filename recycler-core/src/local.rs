@@ -154,7 +154,13 @@ impl<T> Cache<T> {
         obj: Box<T>,
         batch_size: usize,
     ) -> Option<Pending<T>> {
-        if let Some(i) = self.pending.iter().position(|p| p.home == home) {
+        // Consecutive releases usually share a home: try the newest entry
+        // first.
+        let found = match self.pending.last() {
+            Some(p) if p.home == home => Some(self.pending.len() - 1),
+            _ => self.pending.iter().position(|p| p.home == home),
+        };
+        if let Some(i) = found {
             self.pending[i].objs.push(obj);
             if self.pending[i].objs.len() >= batch_size {
                 return Some(self.pending.swap_remove(i));

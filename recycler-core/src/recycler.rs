@@ -325,22 +325,29 @@ impl<T: Recyclable> Inner<T> {
     /// through the thread's hot index.
     ///
     /// `None` sends the caller to the slow path: the cache is not in the hot
-    /// index (none yet, not claimed, releases pending to send home) or empty.
+    /// index (none yet, not claimed), foreign releases are pending in it (the
+    /// slow path sends them home), or it is empty.
     #[inline(always)]
     fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = registry::hot(self.id).cast::<Local<T>>();
-        if local.is_null() {
-            return None;
-        }
-        // SAFETY: a hot-index entry for this recycler's id points to a cache
-        // of this recycler (alive: `&self`) that the calling thread owns and
-        // that has nothing pending (the contract of `registry::set_hot`).
-        let local = unsafe { &*local };
-        // SAFETY: the calling thread owns `local` (as above), and the closure
-        // runs no user code.
-        let obj = unsafe { local.with_cache(|c| c.batch.pop_back()) }?;
+        let local = self.hot_local()?;
+        // SAFETY: `hot_local` returns a cache the calling thread owns, and
+        // the closure runs no user code.
+        let obj = unsafe {
+            local.with_cache(|c| if c.pending.is_empty() { c.batch.pop_back() } else { None })
+        }?;
         Counters::add_owned(&local.counters.hits, 1);
         Some((obj, Home::new(Some(local), false)))
+    }
+
+    /// The calling thread's cache, if the thread's hot index has it: then
+    /// the thread owns it.
+    #[inline(always)]
+    fn hot_local(&self) -> Option<&Local<T>> {
+        let local = registry::hot(self.id).cast::<Local<T>>();
+        // SAFETY: a hot-index entry for this recycler's id points to a cache
+        // of this recycler (alive: `&self`) that the calling thread owns (the
+        // contract of `registry::set_hot`); null otherwise.
+        unsafe { local.as_ref() }
     }
 
     /// `get` when the owner path found nothing: pooled, else made.
@@ -367,17 +374,9 @@ impl<T: Recyclable> Inner<T> {
         self.flush_pending(local);
         // SAFETY: `local_for_current` returns a cache the calling thread
         // owns; the closure runs no user code.
-        let nothing_pending = unsafe { local.with_cache(|c| c.pending.is_empty()) };
-        if nothing_pending {
-            // SAFETY: the calling thread owns `local`, a cache of this
-            // recycler, and has just checked that nothing is pending;
-            // `release_foreign` removes the entry before it adds to `pending`.
-            unsafe { registry::set_hot(self.id, ptr::from_ref(local).cast()) };
-        }
-        // SAFETY: as for `nothing_pending`.
         let mut obj = unsafe { local.with_cache(|c| c.batch.pop_back()) };
         if obj.is_none() && self.refill(local) {
-            // SAFETY: as for `nothing_pending`.
+            // SAFETY: as above.
             obj = unsafe { local.with_cache(|c| c.batch.pop_back()) };
         }
         let obj = obj?;
@@ -418,25 +417,39 @@ impl<T: Recyclable> Inner<T> {
 
     /// The calling thread's cache, claimed for it if need be; `None` while
     /// the thread is exiting.
+    #[inline]
     fn local_for_current(&self) -> Option<&Local<T>> {
+        match self.hot_local() {
+            Some(local) => Some(local),
+            None => self.claim_local(),
+        }
+    }
+
+    /// `local_for_current` when the hot index does not have the cache: find
+    /// (or make) it in the thread's slot, claim it, and index it.
+    #[cold]
+    #[inline(never)]
+    fn claim_local(&self) -> Option<&Local<T>> {
         let token = registry::assign();
         if !registry::is_live(token) {
             return None;
         }
-        let local = self
-            .slots
-            .get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
+        let local = self.slots.get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
         if !local.is_owned_by(token) {
             // SAFETY: `local` is a cache of this recycler, which keeps it (at
             // a fixed address) for as long as the recycler lives.
-            let registered =
-                unsafe { registry::register(self.exit_hook.clone(), ptr::from_ref(local).cast()) };
+            let registered = unsafe {
+                registry::register(self.exit_hook.clone(), ptr::from_ref(local).cast())
+            };
             if !registered {
                 return None;
             }
             // SAFETY: `local` is the calling thread's own slot.
             unsafe { local.claim(token) };
         }
+        // SAFETY: the calling thread owns `local`, a cache of this recycler,
+        // until it exits (whose hook clears the index first).
+        unsafe { registry::set_hot(self.id, ptr::from_ref(local).cast()) };
         Some(local)
     }
 
@@ -658,11 +671,9 @@ impl<T: Recyclable> Inner<T> {
             return;
         }
         Counters::add_owned(&mine.counters.released_remote, 1);
-        // `get` must see the pending batch and send it home: take the cache
-        // out of the hot index (the slow path of `get` puts it back).
-        registry::unhot(self.id);
         let batch_size = self.config.batch_size;
-        // SAFETY: as above.
+        // SAFETY: `local_for_current` returns a cache the calling thread
+        // owns; the closure runs no user code.
         let full = unsafe { mine.with_cache(|c| c.add_pending(home_ptr, obj, batch_size)) };
         if let Some(full) = full {
             self.send_home(full.home, full.objs, Some(mine));

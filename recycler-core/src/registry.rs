@@ -21,8 +21,7 @@
 //! load and a presence check, and then an owner check. So each thread keeps a
 //! tiny direct-mapped index of its own: [`HOT_SLOTS`] entries of (recycler
 //! id, cache pointer), filled on the slow path. An entry exists only while the
-//! thread owns the cache and has no foreign releases pending in it, so a hit
-//! needs no further check. Recycler ids are never reused, so an entry of a
+//! thread owns the cache, so a hit needs no owner check. Recycler ids are never reused, so an entry of a
 //! dropped recycler can never match. The exit hook clears the index before
 //! the thread gives its caches up.
 //!
@@ -160,8 +159,7 @@ pub(crate) fn current() -> Token {
 }
 
 /// The calling thread's cache of the recycler `id`, if the hot index has it;
-/// null otherwise. A non-null result is a cache the calling thread owns and
-/// that has no foreign releases pending.
+/// null otherwise. A non-null result is a cache the calling thread owns.
 #[inline(always)]
 pub(crate) fn hot(id: u64) -> *const () {
     HOT.try_with(|hot| {
@@ -176,21 +174,10 @@ pub(crate) fn hot(id: u64) -> *const () {
 /// # Safety
 ///
 /// The calling thread owns `local`, a cache of the recycler `id` that lives as
-/// long as that recycler, and has no foreign releases pending in it; it must
-/// call [`unhot`] before either stops being true (the exit hook clears every
-/// entry itself).
+/// long as that recycler, until the thread exits (the exit hook clears every
+/// entry before the thread gives its caches up).
 pub(crate) unsafe fn set_hot(id: u64, local: *const ()) {
     let _ = HOT.try_with(|hot| hot[id as usize & (HOT_SLOTS - 1)].set((id, local)));
-}
-
-/// Removes the recycler `id` from the calling thread's hot index.
-pub(crate) fn unhot(id: u64) {
-    let _ = HOT.try_with(|hot| {
-        let entry = &hot[id as usize & (HOT_SLOTS - 1)];
-        if entry.get().0 == id {
-            entry.set(EMPTY);
-        }
-    });
 }
 
 /// Whether `token` names a live thread.
