@@ -91,6 +91,12 @@ impl<T> Drop for SysBox<T> {
 // SAFETY: `SysBox<T>` owns its `T` like `Box<T>` does.
 unsafe impl<T: Send> Send for SysBox<T> {}
 
+impl<T: std::fmt::Debug> std::fmt::Debug for SysBox<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// Something to get objects from and release them to, one at a time.
 pub trait Source: Sync {
     /// What the source hands out.

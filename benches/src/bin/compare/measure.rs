@@ -1,0 +1,127 @@
+//! Timing: calibrate an iteration count, take interleaved samples, keep the
+//! median.
+
+use std::time::Duration;
+
+/// One implementation of a workload: runs `iters` operations and returns how
+/// long they took.
+pub(crate) struct Contender<'a> {
+    pub(crate) name: &'static str,
+    pub(crate) run: Box<dyn FnMut(u64) -> Duration + 'a>,
+}
+
+impl<'a> Contender<'a> {
+    pub(crate) fn new(name: &'static str, run: impl FnMut(u64) -> Duration + 'a) -> Self {
+        Self {
+            name,
+            run: Box::new(run),
+        }
+    }
+}
+
+/// How long to measure.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Time one sample should take.
+    pub(crate) sample: Duration,
+    /// Samples per contender.
+    pub(crate) samples: usize,
+}
+
+/// The nanoseconds per operation of each sample, and their median.
+#[derive(Debug, Clone)]
+pub(crate) struct Measured {
+    pub(crate) name: &'static str,
+    pub(crate) samples_ns: Vec<f64>,
+    pub(crate) median_ns: f64,
+}
+
+/// Measures every contender: first finds, for each, an iteration count that
+/// takes about `budget.sample`, then takes the samples round-robin (so slow
+/// drifts of a shared machine hit all contenders alike) and keeps medians.
+/// `progress` is called after each sample.
+pub(crate) fn measure(
+    contenders: &mut [Contender<'_>],
+    budget: Budget,
+    mut progress: impl FnMut(&'static str),
+) -> Vec<Measured> {
+    let iters: Vec<u64> = contenders
+        .iter_mut()
+        .map(|c| calibrate(&mut c.run, budget.sample))
+        .collect();
+    let mut samples: Vec<Vec<f64>> = vec![Vec::with_capacity(budget.samples); contenders.len()];
+    for _ in 0..budget.samples {
+        for (i, c) in contenders.iter_mut().enumerate() {
+            let took = (c.run)(iters[i]);
+            samples[i].push(took.as_secs_f64() * 1e9 / iters[i] as f64);
+            progress(c.name);
+        }
+    }
+    contenders
+        .iter()
+        .zip(samples)
+        .map(|(c, s)| Measured {
+            name: c.name,
+            median_ns: median(&s),
+            samples_ns: s,
+        })
+        .collect()
+}
+
+/// An iteration count whose run takes about `target` (after one warm-up run).
+fn calibrate(run: &mut dyn FnMut(u64) -> Duration, target: Duration) -> u64 {
+    let mut iters = 64u64;
+    run(iters); // warm up: first touches, thread-local setup, pool filling
+    loop {
+        let took = run(iters);
+        if took >= target / 4 || iters >= 1 << 34 {
+            let scale = target.as_secs_f64() / took.as_secs_f64().max(1e-9);
+            return ((iters as f64 * scale) as u64).clamp(64, 1 << 36);
+        }
+        iters *= 4;
+    }
+}
+
+/// The median of `xs` (the mean of the middle two for an even count).
+pub(crate) fn median(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn measures_every_contender() {
+        let mut contenders = vec![
+            Contender::new("fast", Duration::from_nanos),
+            Contender::new("slow", |n| Duration::from_nanos(3 * n)),
+        ];
+        let budget = Budget {
+            sample: Duration::from_micros(100),
+            samples: 3,
+        };
+        let mut calls = 0;
+        let m = measure(&mut contenders, budget, |_| calls += 1);
+        assert_eq!(calls, 6);
+        assert_eq!(m[0].median_ns, 1.0);
+        assert_eq!(m[1].median_ns, 3.0);
+    }
+}
