@@ -333,7 +333,13 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: `hot_local` returns a cache the calling thread owns, and
         // the closure runs no user code.
         let obj = unsafe {
-            local.with_cache(|c| if c.pending.is_empty() { c.batch.pop_back() } else { None })
+            local.with_cache(|c| {
+                if c.pending.is_empty() {
+                    c.batch.pop_back()
+                } else {
+                    None
+                }
+            })
         }?;
         Counters::add_owned(&local.counters.hits, 1);
         Some((obj, Home::new(Some(local), false)))
@@ -434,13 +440,14 @@ impl<T: Recyclable> Inner<T> {
         if !registry::is_live(token) {
             return None;
         }
-        let local = self.slots.get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
+        let local = self
+            .slots
+            .get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
         if !local.is_owned_by(token) {
             // SAFETY: `local` is a cache of this recycler, which keeps it (at
             // a fixed address) for as long as the recycler lives.
-            let registered = unsafe {
-                registry::register(self.exit_hook.clone(), ptr::from_ref(local).cast())
-            };
+            let registered =
+                unsafe { registry::register(self.exit_hook.clone(), ptr::from_ref(local).cast()) };
             if !registered {
                 return None;
             }
