@@ -14,34 +14,29 @@
 
 mod measure;
 mod report;
+mod workloads;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use measure::{Budget, Contender, measure};
-use recycler_benches::{
-    BoxJemalloc, BoxSystem, Jemalloc, Msg, w1_floor, w1_get_release, w2_producer_consumer,
-};
-use recycler_core::Recycler;
-use report::{Outcome, Unit};
+use measure::Budget;
+use recycler_benches::Jemalloc;
+use workloads::WORKLOADS;
 
 #[global_allocator]
 static GLOBAL: Jemalloc = Jemalloc;
 
 const USAGE: &str = "\
-usage: compare [--quick] [--workload W1,W2] [--json PATH] [--plot PATH]
+usage: compare [--quick] [--workload W1,W2,...] [--json PATH] [--plot PATH]
 
 Runs the workloads against their baselines and prints one table per workload.
 
   --quick          fewer, shorter samples (a rough look in a few seconds)
-  --workload LIST  only these workloads, comma-separated (W1, W2)
+  --workload LIST  only these workloads, comma-separated (W1, W2, W6, W7, W8)
   --json PATH      also write the results as JSON to PATH
   --plot PATH      also write an SVG bar chart to PATH
   -h, --help       this text";
-
-/// The workloads this command knows, in order.
-const WORKLOADS: [&str; 2] = ["W1", "W2"];
 
 #[derive(Debug, Default)]
 struct Args {
@@ -71,10 +66,11 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String
             "--workload" | "--workloads" => {
                 for w in value("--workload")?.split(',').filter(|w| !w.is_empty()) {
                     let w = w.trim().to_ascii_uppercase();
-                    if !WORKLOADS.contains(&w.as_str()) {
+                    if !WORKLOADS.iter().any(|(id, _)| *id == w) {
+                        let known: Vec<&str> = WORKLOADS.iter().map(|(id, _)| *id).collect();
                         return Err(format!(
                             "unknown workload `{w}`; known: {}",
-                            WORKLOADS.join(", ")
+                            known.join(", ")
                         ));
                     }
                     out.workloads.push(w);
@@ -86,7 +82,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String
         }
     }
     if out.workloads.is_empty() {
-        out.workloads = WORKLOADS.iter().map(|w| w.to_string()).collect();
+        out.workloads = WORKLOADS.iter().map(|(id, _)| id.to_string()).collect();
     }
     Ok(Some(out))
 }
@@ -137,71 +133,6 @@ impl Progress {
     }
 }
 
-/// W1: owner-thread get + release, 1 and 16 held.
-fn w1(budget: Budget, progress: &mut Progress) -> Vec<Outcome> {
-    let pool: Recycler<Msg> = Recycler::new();
-    [1usize, 16]
-        .into_iter()
-        .map(|held| {
-            let mut contenders = vec![
-                Contender::new("recycler", |n| w1_get_release(&pool, held, n)),
-                Contender::new("box_jemalloc", |n| w1_get_release(&BoxJemalloc, held, n)),
-                Contender::new("box_system", |n| w1_get_release(&BoxSystem, held, n)),
-                Contender::new("floor_tls_vecdeque", |n| w1_floor(held, n)),
-            ];
-            let label = format!("W1 held={held}");
-            let results = measure(&mut contenders, budget, |c| progress.step(&format!("{label} {c}")));
-            let mut o = Outcome {
-                id: "W1",
-                title: format!("get + release on one thread, 64-byte object, {held} held"),
-                unit: Unit::NsPerOp,
-                ours: "recycler",
-                results,
-                notes: Vec::new(),
-            };
-            if let (Some(j), Some(f)) = (o.speedup("box_jemalloc"), o.speedup("floor_tls_vecdeque")) {
-                o.notes.push(format!(
-                    "targets: >= 2x faster than box_jemalloc (now {j:.2}x); within 1.3x of the floor (now {:.2}x)",
-                    1.0 / f
-                ));
-            }
-            o
-        })
-        .collect()
-}
-
-/// W2: producer/consumer across two threads.
-fn w2(budget: Budget, progress: &mut Progress) -> Vec<Outcome> {
-    let pool: Recycler<Msg> = Recycler::new();
-    let mut contenders = vec![
-        Contender::new("recycler", |n| w2_producer_consumer(&pool, n)),
-        Contender::new("box_jemalloc", |n| w2_producer_consumer(&BoxJemalloc, n)),
-        Contender::new("box_system", |n| w2_producer_consumer(&BoxSystem, n)),
-    ];
-    let results = measure(&mut contenders, budget, |c| {
-        progress.step(&format!("W2 {c}"))
-    });
-    let mut o = Outcome {
-        id: "W2",
-        title: "producer/consumer: one thread gets, another reads and releases".into(),
-        unit: Unit::MopsPerSec,
-        ours: "recycler",
-        results,
-        notes: Vec::new(),
-    };
-    if let Some(j) = o.speedup("box_jemalloc") {
-        o.notes.push(format!(
-            "target: at least as fast as box_jemalloc (now {j:.2}x)"
-        ));
-    }
-    let stats = pool.stats();
-    o.notes.push(format!(
-        "recycler hit ratio {:.2}%",
-        stats.hit_ratio() * 100.0
-    ));
-    vec![o]
-}
-
 /// A line describing the machine, for the report.
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
@@ -233,10 +164,11 @@ fn run(args: &Args) -> Result<(), String> {
             samples: 15,
         }
     };
-    let contenders_per_workload = |w: &str| match w {
-        "W1" => 2 * 4,
-        "W2" => 3,
-        _ => 0,
+    let contenders_per_workload = |w: &str| {
+        WORKLOADS
+            .iter()
+            .find(|(id, _)| *id == w)
+            .map_or(0, |(_, n)| *n)
     };
     let total = args
         .workloads
@@ -250,11 +182,7 @@ fn run(args: &Args) -> Result<(), String> {
     let mut progress = Progress::new(total);
     let mut outcomes = Vec::new();
     for w in &args.workloads {
-        let done = match w.as_str() {
-            "W1" => w1(budget, &mut progress),
-            "W2" => w2(budget, &mut progress),
-            _ => Vec::new(),
-        };
+        let done = workloads::run(w, budget, &mut |what| progress.step(what));
         progress.clear();
         for o in &done {
             println!("{}", report::table(o));
@@ -313,7 +241,7 @@ mod tests {
         assert_eq!(a.workloads, ["W2"]);
         assert_eq!(a.json.as_deref(), Some("out.json"));
         let a = parse(&[]).unwrap().unwrap();
-        assert_eq!(a.workloads, ["W1", "W2"]);
+        assert_eq!(a.workloads, ["W1", "W2", "W6", "W7", "W8"]);
         assert!(parse(&["--help"]).unwrap().is_none());
     }
 
