@@ -3,6 +3,8 @@
 use std::fmt;
 
 use crate::error::ConfigError;
+use crate::idle::IdleAccount;
+use crate::loom::Arc;
 use crate::recyclable::Recyclable;
 use crate::recycler::Recycler;
 
@@ -24,7 +26,13 @@ pub(crate) struct Config {
     pub(crate) ratio: usize,
     /// Idle objects the shared depot holds at most.
     pub(crate) depot_capacity: usize,
+    /// Cap on the bytes idle objects retain, if any.
+    pub(crate) max_idle_bytes: Option<usize>,
 }
+
+/// An idle-memory account shared with other recyclers (the buckets of a
+/// buffer pool), and this recycler's index among them.
+pub(crate) type SharedIdle = (Arc<IdleAccount>, usize);
 
 impl Config {
     /// The defaults: Netty's capacity and chunk size, every object pooled.
@@ -33,6 +41,7 @@ impl Config {
         batch_size: 32,
         ratio: 1,
         depot_capacity: 4 * 4096,
+        max_idle_bytes: None,
     };
 
     /// Whether released objects may be kept at all.
@@ -54,6 +63,7 @@ impl Config {
 /// | [`batch_size`](Self::batch_size) | 32 | objects moved at a time between threads and the depot |
 /// | [`ratio`](Self::ratio) | 1 | pool one of every `ratio` freshly made objects |
 /// | [`depot_capacity`](Self::depot_capacity) | 4 × `max_capacity_per_thread` | idle objects the shared depot holds |
+/// | [`max_idle_bytes`](Self::max_idle_bytes) | none | cap on the bytes idle objects retain |
 ///
 /// # Examples
 ///
@@ -73,6 +83,7 @@ pub struct RecyclerBuilder<T> {
     batch_size: usize,
     ratio: usize,
     depot_capacity: Option<usize>,
+    max_idle_bytes: Option<usize>,
 }
 
 impl<T> RecyclerBuilder<T> {
@@ -83,6 +94,7 @@ impl<T> RecyclerBuilder<T> {
             batch_size: Config::DEFAULT.batch_size,
             ratio: Config::DEFAULT.ratio,
             depot_capacity: None,
+            max_idle_bytes: None,
         }
     }
 
@@ -183,6 +195,46 @@ impl<T> RecyclerBuilder<T> {
         self
     }
 
+    /// Caps the bytes that idle objects keep alive, as measured by
+    /// [`Recyclable::retained_bytes`] after `reset` (default: no cap). A
+    /// message pool whose `Vec`s grew large is then capped in bytes, not only
+    /// in count.
+    ///
+    /// Bytes are counted when an object is released into the pool and
+    /// uncounted when it leaves (taken, dropped): an object never returned is
+    /// never counted. A release that would go over the cap drops its object
+    /// instead of pooling it. Each thread counts in a delta of its own and
+    /// publishes it past a threshold, so the cap costs no shared write per
+    /// operation; in exchange it may be exceeded by at most
+    /// `(N - 1) × (max(cap / 8, 1) + B)` bytes, with `N` threads releasing
+    /// and `B` the largest `retained_bytes` of one object. With one
+    /// releasing thread the cap holds exactly.
+    ///
+    /// A recycler with a cap takes its slow path (still lock-free on its own
+    /// thread) for every get and release, a few nanoseconds more.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().max_idle_bytes(1000).build()?;
+    /// let mut small = pool.get();
+    /// small.reserve_exact(600);
+    /// let mut big = pool.get();
+    /// big.reserve_exact(600);
+    /// drop(small); // 600 idle bytes: pooled
+    /// drop(big); // would make 1200: dropped
+    /// let stats = pool.stats();
+    /// assert_eq!((stats.idle, stats.dropped), (1, 1));
+    /// assert_eq!(stats.idle_bytes, 600);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn max_idle_bytes(mut self, n: usize) -> Self {
+        self.max_idle_bytes = Some(n);
+        self
+    }
+
     /// Checks every setting.
     fn validate(&self) -> Result<Config, ConfigError> {
         if self.batch_size == 0 {
@@ -210,6 +262,7 @@ impl<T> RecyclerBuilder<T> {
             },
             ratio: self.ratio,
             depot_capacity: self.depot_capacity.unwrap_or(max.saturating_mul(4)),
+            max_idle_bytes: self.max_idle_bytes,
         })
     }
 }
@@ -232,7 +285,7 @@ impl<T: Recyclable + Send + 'static> RecyclerBuilder<T> {
     /// ```
     pub fn build(self) -> Result<Recycler<T>, ConfigError> {
         let config = self.validate()?;
-        Ok(Recycler::from_parts(self.factory, config))
+        Ok(Recycler::from_parts(self.factory, config, None))
     }
 }
 
@@ -243,6 +296,7 @@ impl<T> fmt::Debug for RecyclerBuilder<T> {
             .field("batch_size", &self.batch_size)
             .field("ratio", &self.ratio)
             .field("depot_capacity", &self.depot_capacity)
+            .field("max_idle_bytes", &self.max_idle_bytes)
             .finish_non_exhaustive()
     }
 }

@@ -142,6 +142,7 @@ mod builder;
 mod depot;
 mod error;
 mod guard;
+mod idle;
 mod inbox;
 mod local;
 mod loom;

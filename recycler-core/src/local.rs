@@ -182,10 +182,11 @@ impl<T> Cache<T> {
 }
 
 /// Where a guard's object goes when released: the cache of the thread that
-/// got it, or nowhere in particular (the depot), and whether it is to be
-/// dropped instead (`ratio`, capacity 0).
+/// got it, or nowhere in particular (the depot), whether it is to be dropped
+/// instead (`ratio`, capacity 0), and whether its recycler counts idle bytes
+/// (`max_idle_bytes`), which sends its release down the slow path.
 ///
-/// A pointer to the cache with the discard flag in its low bit (caches are
+/// A pointer to the cache with the two flags in its low bits (caches are
 /// 128-byte aligned); null for no cache.
 pub(crate) struct Home<T> {
     ptr: *const Local<T>,
@@ -193,6 +194,9 @@ pub(crate) struct Home<T> {
 }
 
 const DISCARD: usize = 1;
+const ACCOUNTED: usize = 2;
+/// Either flag: the release cannot take the owner's inlined path.
+const TAGS: usize = DISCARD | ACCOUNTED;
 
 impl<T> Home<T> {
     #[inline(always)]
@@ -209,16 +213,34 @@ impl<T> Home<T> {
         }
     }
 
+    /// The same home, marked as belonging to a recycler that counts idle
+    /// bytes.
+    #[inline(always)]
+    pub(crate) fn accounted(self) -> Self {
+        Self {
+            ptr: self.ptr.map_addr(|a| a | ACCOUNTED),
+            _marker: PhantomData,
+        }
+    }
+
     /// Whether the object is to be dropped on release.
     #[inline(always)]
     pub(crate) fn is_discard(&self) -> bool {
         self.ptr.addr() & DISCARD != 0
     }
 
+    /// Whether the release must take the slow path: the object is to be
+    /// dropped, or its recycler counts idle bytes. One test, like
+    /// [`is_discard`](Self::is_discard) alone.
+    #[inline(always)]
+    pub(crate) fn takes_slow_path(&self) -> bool {
+        self.ptr.addr() & TAGS != 0
+    }
+
     /// The home cache's address, if any.
     #[inline(always)]
     pub(crate) fn local_ptr(&self) -> Option<NonNull<Local<T>>> {
-        NonNull::new(self.ptr.map_addr(|a| a & !DISCARD).cast_mut())
+        NonNull::new(self.ptr.map_addr(|a| a & !TAGS).cast_mut())
     }
 
     /// The home cache, if any.

@@ -133,16 +133,27 @@ mod loom_impl {
     /// Loom threads get their slot keys on demand; nothing to order.
     pub(crate) fn register_thread_id() {}
 
+    /// Most loom threads that may take a value from one [`ThreadSlots`].
+    const MAX_SLOTS: usize = 8;
+
     /// One value per loom thread. The lookup itself is not modelled (a `std`
-    /// mutex that is never held across a loom yield point); the values are.
+    /// mutex that is never held across a loom yield point); the values are,
+    /// and so is their publication to `iter`: like the `thread_local` crate's
+    /// `present` flags, a flag per entry is set (`Release`) once the entry is
+    /// stored and read (`Acquire`) by `iter`, so that a thread iterating sees
+    /// each value's creation happen before its reads (loom reports a
+    /// causality violation otherwise). The flags are made with the set, by a
+    /// thread that happens before every user of the set.
     pub(crate) struct ThreadSlots<T> {
         slots: std::sync::Mutex<Vec<(usize, Box<T>)>>,
+        present: [loom::sync::atomic::AtomicBool; MAX_SLOTS],
     }
 
     impl<T> ThreadSlots<T> {
         pub(crate) fn new() -> Self {
             Self {
                 slots: std::sync::Mutex::new(Vec::new()),
+                present: std::array::from_fn(|_| loom::sync::atomic::AtomicBool::new(false)),
             }
         }
 
@@ -163,7 +174,13 @@ mod loom_impl {
             }
             let boxed = Box::new(create());
             let ptr: *const T = &*boxed;
-            self.slots.lock().unwrap().push((key, boxed));
+            let index = {
+                let mut slots = self.slots.lock().unwrap();
+                slots.push((key, boxed));
+                slots.len() - 1
+            };
+            assert!(index < MAX_SLOTS, "more than {MAX_SLOTS} loom threads");
+            self.present[index].store(true, Ordering::Release);
             // SAFETY: as in `lookup`: the box was just stored and is never
             // removed while `self` lives.
             unsafe { &*ptr }
@@ -172,8 +189,13 @@ mod loom_impl {
         pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
             let slots = self.slots.lock().unwrap();
             let ptrs: Vec<*const T> = slots.iter().map(|(_, b)| &**b as *const T).collect();
-            // SAFETY: as in `lookup`: every box outlives the borrow of `self`.
-            ptrs.into_iter().map(|p| unsafe { &*p })
+            drop(slots);
+            ptrs.into_iter()
+                .enumerate()
+                .filter(|(i, _)| self.present[*i].load(Ordering::Acquire))
+                // SAFETY: as in `lookup`: every box outlives the borrow of
+                // `self`.
+                .map(|(_, p)| unsafe { &*p })
         }
     }
 }

@@ -13,20 +13,44 @@
 //!   exits).
 //! - **thread exit**: the exit hook ([`crate::registry`]) moves the cache and
 //!   its inbox into the depot and gives the cache up.
+//!
+//! A recycler with an idle-memory cap ([`crate::idle`]) keeps its caches out
+//! of the hot index under their plain id, and marks its homes, so that its
+//! gets and releases take the slow paths, which count bytes; the inlined
+//! owner paths of other recyclers are unchanged. The buffer pool uses its own
+//! inlined paths ([`Inner::pop_local`], [`Inner::push_local`]) on top of the
+//! same caches.
 
 use std::fmt;
 use std::mem;
 use std::ptr::{self, NonNull};
 
-use crate::builder::{Config, Factory, RecyclerBuilder};
+use crate::builder::{Config, Factory, RecyclerBuilder, SharedIdle};
 use crate::depot::Depot;
 use crate::guard::{OwnedPooled, Pooled};
+use crate::idle::IdleAccount;
 use crate::inbox::Batch;
 use crate::local::{Home, Local};
 use crate::loom::{Arc, Ordering, ThreadSlots, Weak, fence};
 use crate::recyclable::Recyclable;
 use crate::registry::{self, ExitFlush, Token};
 use crate::stats::{Counters, RecyclerStats, Tally};
+
+/// What an idle object weighs against an idle-memory cap: its
+/// `retained_bytes`, not counting the box the recycler keeps it in.
+#[inline]
+#[allow(
+    clippy::borrowed_box,
+    reason = "takes the box so that the box's own `Recyclable` impl, which adds its size, cannot be picked by mistake"
+)]
+fn bytes_of<T: Recyclable>(obj: &Box<T>) -> u64 {
+    T::retained_bytes(obj) as u64
+}
+
+/// Marks the hot-index key of a recycler with an idle-memory cap, so that
+/// the inlined owner path (which looks up the plain id) never finds its
+/// caches. Recycler ids never reach this bit.
+const ACCOUNTED_KEY: u64 = 1 << 63;
 
 /// A pool of reusable `T`s with a cache per thread.
 ///
@@ -79,6 +103,13 @@ pub struct Recycler<T> {
 pub(crate) struct Inner<T> {
     /// Unique for the life of the process; keys the threads' hot indexes.
     id: u64,
+    /// The key of this recycler's entries in the hot index: `id`, or `id`
+    /// marked with [`ACCOUNTED_KEY`] under an idle-memory cap.
+    hot_key: u64,
+    /// The idle-memory account, under a cap.
+    idle: Option<Arc<IdleAccount>>,
+    /// This recycler's index among the members of its idle account.
+    member: usize,
     /// One cache per thread.
     slots: ThreadSlots<Local<T>>,
     depot: Depot<T>,
@@ -122,7 +153,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert!(pool.get().capacity() >= 512);
     /// ```
     pub fn with_factory(f: impl Fn() -> T + Send + Sync + 'static) -> Self {
-        Self::from_parts(Box::new(f), Config::DEFAULT)
+        Self::from_parts(Box::new(f), Config::DEFAULT, None)
     }
 
     /// A builder whose factory is `T::default`.
@@ -160,9 +191,27 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         RecyclerBuilder::with_factory(Box::new(f))
     }
 
-    pub(crate) fn from_parts(factory: Factory<T>, config: Config) -> Self {
+    pub(crate) fn from_parts(
+        factory: Factory<T>,
+        config: Config,
+        shared_idle: Option<SharedIdle>,
+    ) -> Self {
+        let (idle, member) = match (shared_idle, config.max_idle_bytes) {
+            (Some((acct, member)), _) => (Some(acct), member),
+            (None, Some(cap)) => (Some(Arc::new(IdleAccount::new(cap as u64, 0, None))), 0),
+            (None, None) => (None, 0),
+        };
+        let id = registry::new_recycler_id();
+        let hot_key = if idle.is_some() {
+            id | ACCOUNTED_KEY
+        } else {
+            id
+        };
         let inner = Arc::new_cyclic(|this: &Weak<Inner<T>>| Inner {
-            id: registry::new_recycler_id(),
+            id,
+            hot_key,
+            idle,
+            member,
             slots: ThreadSlots::new(),
             depot: Depot::new(config.depot_capacity),
             factory,
@@ -315,6 +364,7 @@ impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
             .field("batch_size", &self.inner.config.batch_size)
             .field("ratio", &self.inner.config.ratio)
             .field("depot_capacity", &self.inner.config.depot_capacity)
+            .field("max_idle_bytes", &self.inner.config.max_idle_bytes)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -327,11 +377,18 @@ impl<T: Recyclable> Inner<T> {
     /// `None` sends the caller to the slow path: the cache is not in the hot
     /// index (none yet, not claimed), foreign releases are pending in it (the
     /// slow path sends them home), or it is empty.
+    /// A recycler with an idle-memory cap indexes its caches under a marked
+    /// key, so this lookup (by the plain id) never finds them: its gets take
+    /// the slow path, which counts bytes.
     #[inline(always)]
     fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = self.hot_local()?;
-        // SAFETY: `hot_local` returns a cache the calling thread owns, and
-        // the closure runs no user code.
+        let local = registry::hot(self.id).cast::<Local<T>>();
+        // SAFETY: a hot-index entry under this recycler's plain id points to
+        // a cache of this recycler that the calling thread owns (see
+        // `hot_local`); null otherwise.
+        let local = unsafe { local.as_ref() }?;
+        // SAFETY: `local` is a cache the calling thread owns, and the
+        // closure runs no user code.
         let obj = unsafe {
             local.with_cache(|c| {
                 if c.pending.is_empty() {
@@ -349,8 +406,8 @@ impl<T: Recyclable> Inner<T> {
     /// the thread owns it.
     #[inline(always)]
     fn hot_local(&self) -> Option<&Local<T>> {
-        let local = registry::hot(self.id).cast::<Local<T>>();
-        // SAFETY: a hot-index entry for this recycler's id points to a cache
+        let local = registry::hot(self.hot_key).cast::<Local<T>>();
+        // SAFETY: a hot-index entry for this recycler's key points to a cache
         // of this recycler (alive: `&self`) that the calling thread owns (the
         // contract of `registry::set_hot`); null otherwise.
         unsafe { local.as_ref() }
@@ -375,7 +432,10 @@ impl<T: Recyclable> Inner<T> {
             // The thread is exiting: it may use the depot but own nothing.
             let obj = self.depot.take_one()?;
             Counters::add_shared(&self.shared.hits, 1);
-            return Some((obj, Home::new(None, false)));
+            if let Some(acct) = &self.idle {
+                acct.forget(bytes_of(&obj));
+            }
+            return Some((obj, self.home(None, false)));
         };
         self.flush_pending(local);
         // SAFETY: `local_for_current` returns a cache the calling thread
@@ -387,7 +447,22 @@ impl<T: Recyclable> Inner<T> {
         }
         let obj = obj?;
         Counters::add_owned(&local.counters.hits, 1);
-        Some((obj, Home::new(Some(local), false)))
+        if let Some(acct) = &self.idle {
+            acct.sub(acct.cell(), bytes_of(&obj));
+        }
+        Some((obj, self.home(Some(local), false)))
+    }
+
+    /// The home of an object handed out to the owner of `local`, marked if
+    /// this recycler counts idle bytes.
+    #[inline]
+    pub(crate) fn home(&self, local: Option<&Local<T>>, discard: bool) -> Home<T> {
+        let home = Home::new(local, discard);
+        if self.idle.is_some() {
+            home.accounted()
+        } else {
+            home
+        }
     }
 
     /// Calls the factory. The object is pooled on release unless pooling is
@@ -396,6 +471,12 @@ impl<T: Recyclable> Inner<T> {
         // A panicking factory leaves everything as it was: nothing is counted
         // or borrowed yet.
         let obj = Box::new((self.factory)());
+        self.made(obj)
+    }
+
+    /// Counts `obj`, freshly made by the factory or by the buffer pool, as
+    /// made and handed out; applies `ratio`.
+    pub(crate) fn made(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
         let local = self.local_for_current();
         let keep = self.config.pooling()
             && match local {
@@ -418,13 +499,22 @@ impl<T: Recyclable> Inner<T> {
             Some(local) => Counters::add_owned(&local.counters.created, 1),
             None => Counters::add_shared(&self.shared.created, 1),
         }
-        (obj, Home::new(local, !keep))
+        (obj, self.home(local, !keep))
+    }
+
+    /// Makes `obj`, an object in use that this recycler did not hand out (a
+    /// buffer that grew into another bucket), one of its objects in use,
+    /// homed at the calling thread's cache; the caller releases it next.
+    pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+        let local = self.local_for_current();
+        self.count_for(local, |c| &c.adopted, 1);
+        (obj, self.home(local, false))
     }
 
     /// The calling thread's cache, claimed for it if need be; `None` while
     /// the thread is exiting.
     #[inline]
-    fn local_for_current(&self) -> Option<&Local<T>> {
+    pub(crate) fn local_for_current(&self) -> Option<&Local<T>> {
         match self.hot_local() {
             Some(local) => Some(local),
             None => self.claim_local(),
@@ -456,7 +546,7 @@ impl<T: Recyclable> Inner<T> {
         }
         // SAFETY: the calling thread owns `local`, a cache of this recycler,
         // until it exits (whose hook clears the index first).
-        unsafe { registry::set_hot(self.id, ptr::from_ref(local).cast()) };
+        unsafe { registry::set_hot(self.hot_key, ptr::from_ref(local).cast()) };
         Some(local)
     }
 
@@ -533,24 +623,39 @@ impl<T: Recyclable> Inner<T> {
         self.release_slow(obj, home, reset);
     }
 
-    /// Whether an object released now to `home` is reset and pooled, or
-    /// dropped: dropped when `ratio` or capacity 0 marked it so, or when the
-    /// releasing thread is panicking (the guard's holder failed; the object
-    /// may be inconsistent, and a panicking `reset` would abort).
+    /// Whether an object released now to `home` is reset and pooled on the
+    /// inlined path: not when `ratio` or capacity 0 marked it for dropping,
+    /// nor when the releasing thread is panicking (the guard's holder failed;
+    /// the object may be inconsistent, and a panicking `reset` would abort),
+    /// nor when its recycler counts idle bytes (the slow path resets it).
     #[inline(always)]
     pub(crate) fn resets(home: Home<T>) -> bool {
-        !home.is_discard() && !std::thread::panicking()
+        !home.takes_slow_path() && !std::thread::panicking()
     }
 
     /// Every release but the owner's push into a cache with room: discards
-    /// (`ratio`, capacity 0, a panicking thread), releases on a thread that
-    /// does not own the object's home, and a full cache.
+    /// (`ratio`, capacity 0, a panicking thread), releases under an
+    /// idle-memory cap, releases on a thread that does not own the object's
+    /// home, and a full cache. `reset` says whether `obj` has been reset.
     #[cold]
     #[inline(never)]
-    fn release_slow(&self, obj: Box<T>, home: Home<T>, reset: bool) {
+    pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, reset: bool) {
+        let mut obj = obj;
         if !reset {
-            self.discard(obj, home);
-            return;
+            if home.is_discard() || std::thread::panicking() {
+                self.discard(obj, home);
+                return;
+            }
+            // Sent here by an idle-memory cap: reset now, then count.
+            obj = Resetting::reset(self, obj, home);
+        }
+        if let Some(acct) = &self.idle {
+            let bytes = bytes_of(&obj);
+            let cell = self.local_for_current().map(|_| acct.cell());
+            if !acct.admit(cell, bytes, self.member) {
+                self.discard(obj, home);
+                return;
+            }
         }
         // SAFETY: the recycler outlives the guard being released.
         match unsafe { home.local() } {
@@ -599,7 +704,7 @@ impl<T: Recyclable> Inner<T> {
     }
 
     /// Drops a released object instead of pooling it.
-    fn discard(&self, obj: Box<T>, home: Home<T>) {
+    pub(crate) fn discard(&self, obj: Box<T>, home: Home<T>) {
         self.count_release(home, 1);
         // SAFETY: the recycler outlives the guard that is being released.
         let local = unsafe { home.local() };
@@ -648,8 +753,23 @@ impl<T: Recyclable> Inner<T> {
     #[inline(never)]
     fn spill(&self, local: &Local<T>, batch: Batch<T>) {
         if let Some(rejected) = self.depot.put(batch) {
-            Counters::add_owned(&local.counters.dropped, rejected.len() as u64);
-            drop(rejected);
+            self.drop_idle(rejected, Some(local));
+        }
+    }
+
+    /// Drops idle objects the pool has no room for: counts them as dropped
+    /// (on `mine`'s counters if the calling thread owns it) and takes their
+    /// bytes off the idle account.
+    fn drop_idle(&self, objs: Batch<T>, mine: Option<&Local<T>>) {
+        self.count_for(mine, |c| &c.dropped, objs.len() as u64);
+        self.forget(&objs);
+        drop(objs);
+    }
+
+    /// Takes the bytes of idle objects about to be dropped off the account.
+    fn forget(&self, objs: &[Box<T>]) {
+        if let Some(acct) = &self.idle {
+            acct.forget(objs.iter().map(bytes_of).sum());
         }
     }
 
@@ -706,8 +826,7 @@ impl<T: Recyclable> Inner<T> {
         // (`&self`) and never moves or frees a cache before it drops.
         let home = unsafe { home.as_ref() };
         if let Err(rejected) = home.inbox.send(batch) {
-            self.count_for(mine, |c| &c.dropped, rejected.len() as u64);
-            drop(rejected);
+            self.drop_idle(rejected, mine);
             return;
         }
         // Store-load ordering with `flush_on_exit`: the exiting owner stores
@@ -730,18 +849,23 @@ impl<T: Recyclable> Inner<T> {
     /// Puts a batch in the depot, dropping (and counting) what does not fit.
     fn store(&self, batch: Batch<T>, mine: Option<&Local<T>>) {
         if let Some(rejected) = self.depot.put(batch) {
-            self.count_for(mine, |c| &c.dropped, rejected.len() as u64);
-            drop(rejected);
+            self.drop_idle(rejected, mine);
         }
     }
 
-    fn stats(&self) -> RecyclerStats {
+    /// Every thread's counters, summed.
+    pub(crate) fn tally(&self) -> Tally {
         let mut tally = Tally::default();
         self.shared.add_to(&mut tally);
         for local in self.slots.iter() {
             local.counters.add_to(&mut tally);
         }
-        tally.into_stats()
+        tally
+    }
+
+    fn stats(&self) -> RecyclerStats {
+        let idle_bytes = self.idle.as_ref().map_or(0, |acct| acct.total());
+        self.tally().into_stats(idle_bytes)
     }
 
     fn trim(&self) {
@@ -752,22 +876,152 @@ impl<T: Recyclable> Inner<T> {
             // user code.
             let own = unsafe { local.with_cache(|c| mem::take(&mut c.batch)) };
             Counters::add_owned(&local.counters.dropped, own.len() as u64);
-            freed.push(own.into());
+            let own: Batch<T> = own.into();
+            self.forget(&own);
+            freed.push(own);
         }
         let mut n = 0;
         for local in self.slots.iter() {
             while let Some(batch) = local.inbox.recv() {
                 n += batch.len();
+                self.forget(&batch);
                 freed.push(batch);
             }
         }
         for batch in self.depot.drain() {
             n += batch.len();
+            self.forget(&batch);
             freed.push(batch);
         }
         Counters::add_shared(&self.shared.dropped, n as u64);
         // User `Drop`s run last, with nothing borrowed or locked.
         drop(freed);
+    }
+}
+
+/// The buffer pool's paths: it finds the calling thread's caches through an
+/// index of its own (one per pool, covering all its buckets) and counts idle
+/// bytes itself on its inlined owner paths.
+impl<T: Recyclable> Inner<T> {
+    /// Pops an idle object from `local`, counting a hit if `count`.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`, a cache of this recycler.
+    #[inline(always)]
+    pub(crate) unsafe fn pop_local(&self, local: &Local<T>, count: bool) -> Option<Box<T>> {
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        let obj = unsafe {
+            local.with_cache(|c| {
+                if c.pending.is_empty() {
+                    c.batch.pop_back()
+                } else {
+                    None
+                }
+            })
+        }?;
+        if count {
+            Counters::add_owned(&local.counters.hits, 1);
+        }
+        Some(obj)
+    }
+
+    /// Pushes `obj`, already reset, onto `local` if the cache has room and
+    /// `admit` (the idle-memory check, run only then) agrees; counts the
+    /// release if `count`. Otherwise hands `obj` back, for
+    /// [`release_slow`](Self::release_slow).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`, a cache of this recycler, and
+    /// `admit` does not touch the cache.
+    #[inline(always)]
+    pub(crate) unsafe fn push_local(
+        &self,
+        local: &Local<T>,
+        obj: Box<T>,
+        count: bool,
+        admit: impl FnOnce() -> bool,
+    ) -> Result<(), Box<T>> {
+        let max = self.config.max_capacity_per_thread;
+        // SAFETY: the caller owns `local`; the closure runs no user code
+        // (`admit` is the pool's accounting).
+        let rest = unsafe {
+            local.with_cache(|c| {
+                if c.batch.len() < max && c.batch.len() < c.batch.capacity() && admit() {
+                    c.batch.push_back(obj);
+                    None
+                } else {
+                    Some(obj)
+                }
+            })
+        };
+        match rest {
+            None => {
+                if count {
+                    Counters::add_owned(&local.counters.released_local, 1);
+                }
+                Ok(())
+            }
+            Some(obj) => Err(obj),
+        }
+    }
+
+    /// Frees idle objects worth at least `want` bytes if it can: from `own`
+    /// (oldest first), then from the depot, then from the inboxes. Counts
+    /// them as evicted and dropped, takes their bytes off the idle account,
+    /// and returns the bytes freed.
+    ///
+    /// # Safety
+    ///
+    /// `own`, if given, is a cache of this recycler that the calling thread
+    /// owns.
+    pub(crate) unsafe fn evict(&self, want: u64, own: Option<&Local<T>>) -> u64 {
+        let mut victims: Batch<T> = Vec::new();
+        let mut freed = 0u64;
+        if let Some(local) = own {
+            while freed < want {
+                // SAFETY: the caller owns `local`; the closure runs no user
+                // code.
+                let Some(obj) = (unsafe { local.with_cache(|c| c.batch.pop_front()) }) else {
+                    break;
+                };
+                freed += bytes_of(&obj);
+                victims.push(obj);
+            }
+        }
+        while freed < want {
+            let Some(obj) = self.depot.take_one() else {
+                break;
+            };
+            freed += bytes_of(&obj);
+            victims.push(obj);
+        }
+        if freed < want {
+            'inboxes: for local in self.slots.iter() {
+                while let Some(mut batch) = local.inbox.recv() {
+                    while freed < want {
+                        let Some(obj) = batch.pop() else { break };
+                        freed += bytes_of(&obj);
+                        victims.push(obj);
+                    }
+                    if !batch.is_empty() {
+                        self.store(batch, None);
+                    }
+                    if freed >= want {
+                        break 'inboxes;
+                    }
+                }
+            }
+        }
+        let n = victims.len() as u64;
+        Counters::add_shared(&self.shared.evicted, n);
+        Counters::add_shared(&self.shared.dropped, n);
+        if let Some(acct) = &self.idle {
+            acct.forget(freed);
+        }
+        drop(victims);
+        freed
     }
 }
 
@@ -792,9 +1046,13 @@ impl<T: Recyclable + Send> ExitFlush for Inner<T> {
         while !rest.is_empty() {
             let chunk = rest.split_off(rest.len().saturating_sub(self.config.batch_size));
             if let Some(rejected) = self.depot.put(chunk) {
-                Counters::add_owned(&local.counters.dropped, rejected.len() as u64);
-                drop(rejected);
+                self.drop_idle(rejected, Some(local));
             }
+        }
+        // The thread's unpublished idle bytes become everyone's: its objects
+        // stay idle, in the depot.
+        if let Some(acct) = &self.idle {
+            acct.flush(acct.cell());
         }
         // SAFETY: the calling thread owns `local` and touches only its inbox
         // from here on.

@@ -26,6 +26,12 @@ pub(crate) struct Counters {
     pub(crate) dropped: StatCounter,
     /// Objects taken out of the pool for good with `into_inner`.
     pub(crate) detached: StatCounter,
+    /// Idle objects freed to make room under an idle-memory cap (also
+    /// counted in `dropped`).
+    pub(crate) evicted: StatCounter,
+    /// Objects in use that joined this recycler from elsewhere (a buffer
+    /// that grew into another bucket of a buffer pool).
+    pub(crate) adopted: StatCounter,
 }
 
 impl Counters {
@@ -57,6 +63,8 @@ impl Counters {
             .wrapping_add(self.released_remote.load(Relaxed));
         sum.dropped = sum.dropped.wrapping_add(self.dropped.load(Relaxed));
         sum.detached = sum.detached.wrapping_add(self.detached.load(Relaxed));
+        sum.evicted = sum.evicted.wrapping_add(self.evicted.load(Relaxed));
+        sum.adopted = sum.adopted.wrapping_add(self.adopted.load(Relaxed));
     }
 }
 
@@ -69,23 +77,48 @@ pub(crate) struct Tally {
     pub(crate) released_remote: u64,
     pub(crate) dropped: u64,
     pub(crate) detached: u64,
+    pub(crate) evicted: u64,
+    pub(crate) adopted: u64,
 }
 
 impl Tally {
-    /// The public snapshot. Every object made is in use, idle, dropped or
-    /// detached, so `idle = created - dropped - detached - in_use`, with
-    /// `in_use = gets - released - detached`.
-    pub(crate) fn into_stats(self) -> RecyclerStats {
-        let gets = self.hits.wrapping_add(self.created);
-        let released = self.released_local.wrapping_add(self.released_remote);
+    /// Gets served from the pool or by the factory.
+    pub(crate) fn gets(&self) -> u64 {
+        self.hits.wrapping_add(self.created)
+    }
+
+    /// Releases, on the owning thread or another.
+    pub(crate) fn released(&self) -> u64 {
+        self.released_local.wrapping_add(self.released_remote)
+    }
+
+    /// Objects in use: `gets + adopted - released - detached`.
+    pub(crate) fn in_use(&self) -> u64 {
         // Snapshots of running threads may be momentarily inconsistent;
         // saturate rather than report a wrapped count.
-        let in_use = gets.saturating_sub(released).saturating_sub(self.detached);
-        let idle = self
-            .created
+        self.gets()
+            .wrapping_add(self.adopted)
+            .saturating_sub(self.released())
+            .saturating_sub(self.detached)
+    }
+
+    /// Objects idle. Every object made or adopted is in use, idle, dropped
+    /// or detached, so `idle = created + adopted - dropped - detached -
+    /// in_use`.
+    pub(crate) fn idle(&self) -> u64 {
+        self.created
+            .wrapping_add(self.adopted)
             .saturating_sub(self.dropped)
             .saturating_sub(self.detached)
-            .saturating_sub(in_use);
+            .saturating_sub(self.in_use())
+    }
+
+    /// The public snapshot; `idle_bytes` comes from the idle-memory account,
+    /// if the recycler has one.
+    pub(crate) fn into_stats(self, idle_bytes: u64) -> RecyclerStats {
+        let gets = self.gets();
+        let in_use = self.in_use();
+        let idle = self.idle();
         RecyclerStats {
             gets,
             hits: self.hits,
@@ -96,6 +129,8 @@ impl Tally {
             idle,
             in_use,
             detached: self.detached,
+            evicted: self.evicted,
+            idle_bytes,
         }
     }
 }
@@ -136,8 +171,8 @@ pub struct RecyclerStats {
     /// Guards released on another thread, whose objects travel home.
     pub released_remote: u64,
     /// Objects the recycler dropped: over capacity, not pooled by `ratio` or
-    /// capacity 0, a panicking `reset`, a guard dropped during a panic, or
-    /// freed by `trim`.
+    /// capacity 0, a panicking `reset`, a guard dropped during a panic, over
+    /// the idle-memory cap, or freed by `trim`.
     pub dropped: u64,
     /// Objects idle in the pool: in a thread's cache, on their way home, or in
     /// the shared depot.
@@ -146,6 +181,13 @@ pub struct RecyclerStats {
     pub in_use: u64,
     /// Objects taken out of the pool for good with `into_inner`.
     pub detached: u64,
+    /// Idle objects freed to make room under the idle-memory cap (also
+    /// counted in `dropped`).
+    pub evicted: u64,
+    /// Bytes held by idle objects, by [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes),
+    /// for a recycler with [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes);
+    /// 0 without a cap (not counted).
+    pub idle_bytes: u64,
 }
 
 impl RecyclerStats {
@@ -162,7 +204,8 @@ impl RecyclerStats {
 
 impl fmt::Display for RecyclerStats {
     /// One line, e.g. `gets 1000 (hits 990, 99.0%), created 10, released
-    /// 1000 (local 900, remote 100), dropped 2, idle 8, in use 0, detached 0`.
+    /// 1000 (local 900, remote 100), dropped 2, idle 8, in use 0, detached 0`,
+    /// followed by `, evicted 3, idle bytes 4096` under an idle-memory cap.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -179,7 +222,15 @@ impl fmt::Display for RecyclerStats {
             self.idle,
             self.in_use,
             self.detached,
-        )
+        )?;
+        if self.evicted != 0 || self.idle_bytes != 0 {
+            write!(
+                f,
+                ", evicted {}, idle bytes {}",
+                self.evicted, self.idle_bytes
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -196,8 +247,9 @@ mod tests {
             released_remote: 15,
             dropped: 3,
             detached: 1,
+            ..Tally::default()
         };
-        let s = tally.into_stats();
+        let s = tally.into_stats(0);
         assert_eq!(s.gets, 100);
         assert_eq!(s.in_use, 100 - 95 - 1);
         assert_eq!(s.idle, 10 - 3 - 1 - 4);
@@ -212,7 +264,7 @@ mod tests {
             released_local: 1000,
             ..Tally::default()
         }
-        .into_stats();
+        .into_stats(0);
         let text = s.to_string();
         assert!(
             text.starts_with("gets 1000 (hits 990, 99.0%), created 10"),

@@ -1,0 +1,388 @@
+//! Idle-memory accounting: a cap on the bytes that idle objects keep alive.
+//!
+//! One [`IdleAccount`] serves a [`Recycler`](crate::Recycler) built with
+//! [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes), measuring each
+//! idle object with [`Recyclable::retained_bytes`](crate::Recyclable), and all
+//! the buckets of a [`BufferPool`](crate::buffer::BufferPool) built with
+//! [`max_idle_memory`](crate::buffer::BufferPoolBuilder::max_idle_memory),
+//! where each idle buffer weighs its capacity.
+//!
+//! # Accounting on release
+//!
+//! As in Jetty's `ArrayByteBufferPool` after its issue 11371, bytes are counted
+//! when an object becomes idle (released into the pool) and uncounted when it
+//! stops being idle (taken from the pool, evicted, or dropped by the pool).
+//! An object that is never returned was never counted, so leaks cannot skew
+//! the figure.
+//!
+//! # Cheap: per-thread deltas
+//!
+//! There is no shared counter updated on every get and release. Each thread
+//! keeps a delta of its own ([`DeltaCell`], written only by that thread with a
+//! load and a store) and adds it to the shared `published` total with one
+//! atomic `fetch_add` only when it reaches `±threshold`. The true idle total is
+//! `published + Σ deltas`. A release is admitted when
+//! `published + own delta + bytes <= cap`: one shared *load*, no shared write.
+//!
+//! When a release would go over the cap, the thread publishes its delta, and
+//! asks the evictor (the buffer pool) to free idle objects of *other* members
+//! (buckets) worth the excess; only if that cannot free enough is the released
+//! object itself dropped.
+//!
+//! # The overshoot bound
+//!
+//! A thread sees every byte but the unpublished deltas of other threads and
+//! their releases in flight, each below `threshold` and one object
+//! respectively. So, with `N` threads releasing, objects of at most `B` bytes
+//! and the threshold `S`:
+//!
+//! ```text
+//! idle bytes <= cap + (N - 1) * (S + B)
+//! ```
+//!
+//! With a single releasing thread the cap holds exactly. The threshold is
+//! [`threshold`]`(cap, largest)`: `max(cap / 8, 2 * largest, 1)`, where
+//! `largest` is the biggest buffer of a pool (0 for a recycler). Twice the
+//! largest buffer keeps a thread that takes and returns buffers in turn from
+//! publishing on every operation.
+
+use std::cell::Cell;
+use std::fmt;
+
+use crate::loom::{AtomicU64, Ordering::Relaxed, ThreadSlots, Weak, const_thread_local};
+
+/// Frees idle objects for an [`IdleAccount`]: the buffer pool, which walks
+/// its buckets.
+pub(crate) trait Evict: Send + Sync {
+    /// Frees idle objects worth at least `want` bytes if it can, from every
+    /// member but `skip`; returns the bytes freed, which the members have
+    /// already taken off the account with [`IdleAccount::forget`].
+    fn evict_others(&self, want: u64, skip: usize) -> u64;
+}
+
+/// The publishing threshold for a cap of `cap` bytes whose largest object is
+/// `largest` bytes (0 if unknown): `max(cap / 8, 2 * largest, 1)`.
+pub(crate) const fn threshold(cap: u64, largest: u64) -> u64 {
+    let a = cap / 8;
+    let b = largest.saturating_mul(2);
+    let s = if a > b { a } else { b };
+    if s == 0 { 1 } else { s }
+}
+
+/// A thread's unpublished change to the idle total, in bytes (an `i64` kept
+/// in a `u64`). Written only by its thread, with a load and a store; read by
+/// anyone for [`IdleAccount::total`].
+#[derive(Debug)]
+pub(crate) struct DeltaCell(AtomicU64);
+
+impl DeltaCell {
+    fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    #[inline(always)]
+    fn get(&self) -> i64 {
+        self.0.load(Relaxed) as i64
+    }
+
+    #[inline(always)]
+    fn set(&self, delta: i64) {
+        self.0.store(delta as u64, Relaxed);
+    }
+}
+
+/// The published total on a cache line of its own: read on every release,
+/// written only when a thread publishes.
+#[repr(align(128))]
+struct Published(AtomicU64);
+
+/// The idle-memory account of one recycler or one buffer pool.
+pub(crate) struct IdleAccount {
+    /// Idle bytes published by all threads (an `i64` kept in a `u64`; it may
+    /// dip below 0 while the releasing thread has not published yet).
+    published: Published,
+    cap: i64,
+    threshold: i64,
+    /// Every thread's delta.
+    cells: ThreadSlots<DeltaCell>,
+    /// Frees idle objects of other members when a release would go over.
+    evictor: Option<Weak<dyn Evict>>,
+}
+
+/// Clamps a byte count into the account's `i64` arithmetic.
+#[inline(always)]
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+impl IdleAccount {
+    /// An account capping idle memory at `cap` bytes, whose largest object
+    /// weighs `largest` bytes (0 if unknown).
+    pub(crate) fn new(cap: u64, largest: u64, evictor: Option<Weak<dyn Evict>>) -> Self {
+        Self {
+            published: Published(AtomicU64::new(0)),
+            cap: signed(cap),
+            threshold: signed(threshold(cap, largest)),
+            cells: ThreadSlots::new(),
+            evictor,
+        }
+    }
+
+    #[inline(always)]
+    fn published(&self) -> i64 {
+        self.published.0.load(Relaxed) as i64
+    }
+
+    #[inline]
+    fn publish(&self, delta: i64) -> i64 {
+        (self.published.0.fetch_add(delta as u64, Relaxed) as i64).wrapping_add(delta)
+    }
+
+    /// The calling thread's delta. The thread must be alive (not in its
+    /// thread-local teardown): callers hold a cache of theirs.
+    pub(crate) fn cell(&self) -> &DeltaCell {
+        self.cells.get_or(DeltaCell::new)
+    }
+
+    /// Adds `bytes` to `cell`, publishing it if it reaches the threshold.
+    #[inline(always)]
+    fn add(&self, cell: &DeltaCell, delta: i64) {
+        let d = cell.get().saturating_add(delta);
+        if d >= self.threshold || d <= -self.threshold {
+            cell.set(0);
+            self.publish(d);
+        } else {
+            cell.set(d);
+        }
+    }
+
+    /// Counts a release of `bytes` on the owner path, if it fits under the
+    /// cap as this thread sees it; `false` sends the caller to
+    /// [`admit`](Self::admit). No shared write unless the delta is published.
+    #[inline(always)]
+    pub(crate) fn try_add(&self, cell: &DeltaCell, bytes: u64) -> bool {
+        let bytes = signed(bytes);
+        let seen = self
+            .published()
+            .saturating_add(cell.get())
+            .saturating_add(bytes);
+        if seen > self.cap {
+            return false;
+        }
+        self.add(cell, bytes);
+        true
+    }
+
+    /// Counts an idle object of `bytes` taken from the pool by the thread of
+    /// `cell`.
+    #[inline(always)]
+    pub(crate) fn sub(&self, cell: &DeltaCell, bytes: u64) {
+        self.add(cell, signed(bytes).wrapping_neg());
+    }
+
+    /// Counts a release of `bytes` into the member `member`, making room by
+    /// eviction if it would go over the cap. Returns `false` if there is no
+    /// room: the caller drops the object. `cell` is the releasing thread's
+    /// delta, `None` for a thread in its thread-local teardown.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn admit(&self, cell: Option<&DeltaCell>, bytes: u64, member: usize) -> bool {
+        if let Some(cell) = cell {
+            if self.try_add(cell, bytes) {
+                return true;
+            }
+        }
+        // Over the cap as far as this thread can see: make its own delta
+        // visible to the others, then look again.
+        let own = cell.map_or(0, |c| {
+            let d = c.get();
+            c.set(0);
+            d
+        });
+        let seen = if own == 0 {
+            self.published()
+        } else {
+            self.publish(own)
+        };
+        let bytes = signed(bytes);
+        let excess = seen.saturating_add(bytes).saturating_sub(self.cap);
+        if excess > 0 {
+            let freed = match self.evictor.as_ref().and_then(Weak::upgrade) {
+                Some(evictor) => evictor.evict_others(excess as u64, member),
+                None => 0,
+            };
+            if signed(freed) < excess {
+                return false;
+            }
+        }
+        match cell {
+            Some(cell) => self.add(cell, bytes),
+            None => {
+                self.publish(bytes);
+            }
+        }
+        true
+    }
+
+    /// Takes `bytes` of idle objects that the pool dropped (evicted, trimmed,
+    /// over capacity) off the total.
+    pub(crate) fn forget(&self, bytes: u64) {
+        if bytes != 0 {
+            self.publish(signed(bytes).wrapping_neg());
+        }
+    }
+
+    /// Publishes the calling thread's delta, as it exits.
+    pub(crate) fn flush(&self, cell: &DeltaCell) {
+        let d = cell.get();
+        if d != 0 {
+            cell.set(0);
+            self.publish(d);
+        }
+    }
+
+    /// The idle bytes counted: published plus every thread's delta. Exact
+    /// once all threads are quiet.
+    pub(crate) fn total(&self) -> u64 {
+        let deltas = self
+            .cells
+            .iter()
+            .fold(0i64, |sum, c| sum.wrapping_add(c.get()));
+        self.published().wrapping_add(deltas).max(0) as u64
+    }
+}
+
+impl fmt::Debug for IdleAccount {
+    /// Shows the cap, the threshold and the published total; no lock.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdleAccount")
+            .field("cap", &self.cap)
+            .field("threshold", &self.threshold)
+            .field("published", &self.published())
+            .finish_non_exhaustive()
+    }
+}
+
+// The calling thread's xorshift state for `random_below`.
+const_thread_local! {
+    static RANDOM: Cell<u64> = Cell::new(0x9E37_79B9_7F4A_7C15);
+}
+
+/// A pseudo-random number below `n` (`n > 0`), from a per-thread xorshift
+/// sequence mixed with `salt`: where eviction starts its walk. Deterministic
+/// per thread, which keeps loom models reproducible.
+pub(crate) fn random_below(n: usize, salt: u64) -> usize {
+    let x = RANDOM
+        .try_with(|r| {
+            let mut x = r.get();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            r.set(x);
+            x
+        })
+        .unwrap_or(0x2545_F491_4F6C_DD1D);
+    let mixed = (x ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15)).wrapping_mul(0x2545_F491_4F6C_DD1D);
+    ((mixed >> 32) % n as u64) as usize
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::Mutex as StdMutex;
+
+    #[test]
+    fn threshold_formula() {
+        assert_eq!(threshold(1 << 20, 65536), 131072);
+        assert_eq!(threshold(1 << 20, 0), 131072);
+        assert_eq!(threshold(8 << 20, 65536), 1 << 20);
+        assert_eq!(threshold(0, 0), 1);
+        assert_eq!(threshold(7, 0), 1);
+    }
+
+    #[test]
+    fn single_thread_is_exact() {
+        let acct = IdleAccount::new(100, 0, None);
+        let cell = acct.cell();
+        assert!(acct.try_add(cell, 60));
+        assert!(!acct.try_add(cell, 41), "60 + 41 > 100");
+        assert!(acct.try_add(cell, 40));
+        assert_eq!(acct.total(), 100);
+        assert!(
+            !acct.admit(Some(cell), 1, 0),
+            "no evictor: the release is refused"
+        );
+        acct.sub(cell, 30);
+        assert_eq!(acct.total(), 70);
+        assert!(acct.admit(Some(cell), 30, 0));
+        assert_eq!(acct.total(), 100);
+        acct.forget(100);
+        assert_eq!(acct.total(), 0);
+    }
+
+    #[test]
+    fn deltas_publish_only_past_the_threshold() {
+        let acct = IdleAccount::new(800, 0, None); // threshold 100
+        let cell = acct.cell();
+        assert!(acct.try_add(cell, 99));
+        assert_eq!(acct.published(), 0, "below the threshold: not published");
+        assert!(acct.try_add(cell, 1));
+        assert_eq!((acct.published(), cell.get()), (100, 0));
+        acct.sub(cell, 99);
+        assert_eq!(acct.published(), 100);
+        acct.sub(cell, 1);
+        assert_eq!((acct.published(), cell.get()), (0, 0));
+    }
+
+    /// An evictor that records what it was asked and frees a fixed amount.
+    struct Fake {
+        acct: StdMutex<Option<Arc<IdleAccount>>>,
+        frees: u64,
+        asked: StdMutex<Vec<(u64, usize)>>,
+    }
+
+    impl Evict for Fake {
+        fn evict_others(&self, want: u64, skip: usize) -> u64 {
+            self.asked.lock().unwrap().push((want, skip));
+            let freed = self.frees.min(want + 7);
+            if let Some(acct) = &*self.acct.lock().unwrap() {
+                acct.forget(freed);
+            }
+            freed
+        }
+    }
+
+    #[test]
+    fn over_the_cap_evicts_others_then_drops() {
+        for (frees, admitted) in [(1000, true), (5, false)] {
+            let fake = Arc::new(Fake {
+                acct: StdMutex::new(None),
+                frees,
+                asked: StdMutex::new(Vec::new()),
+            });
+            let weak: Weak<dyn Evict> = Arc::downgrade(&fake) as Weak<dyn Evict>;
+            let acct = Arc::new(IdleAccount::new(100, 0, Some(weak)));
+            *fake.acct.lock().unwrap() = Some(Arc::clone(&acct));
+            let cell = acct.cell();
+            assert!(acct.try_add(cell, 90));
+            assert_eq!(acct.admit(Some(cell), 30, 3), admitted);
+            assert_eq!(
+                *fake.asked.lock().unwrap(),
+                [(20, 3)],
+                "excess 20, skip member 3"
+            );
+            let expected = if admitted { 90 - 27 + 30 } else { 90 - 5 };
+            assert_eq!(acct.total(), expected);
+            assert!(acct.total() <= 100);
+        }
+    }
+
+    #[test]
+    fn random_below_stays_in_range_and_varies() {
+        let picks: Vec<usize> = (0..64).map(|i| random_below(16, i)).collect();
+        assert!(picks.iter().all(|&p| p < 16));
+        let distinct = picks.iter().collect::<std::collections::HashSet<_>>().len();
+        assert!(distinct > 4, "{picks:?}");
+    }
+}

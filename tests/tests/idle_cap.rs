@@ -1,0 +1,197 @@
+//! `RecyclerBuilder::max_idle_bytes`: the idle-memory accounting of the
+//! buffer pool, serving any `Recycler<T>` through
+//! `Recyclable::retained_bytes`.
+
+mod common;
+
+use std::sync::Arc;
+use std::thread;
+
+use common::{Counts, assert_conserved, builder};
+use recycler_core::{Recyclable, Recycler};
+
+/// A message whose payload may have grown large.
+#[derive(Default, Recyclable)]
+struct Message {
+    topic: String,
+    payload: Vec<u8>,
+}
+
+/// Takes every idle object reachable from this thread and sums what they
+/// retain (the objects are dropped back afterwards).
+fn drain_bytes<T: Recyclable + Send + 'static>(pool: &Recycler<T>) -> (usize, u64) {
+    let mut held = Vec::new();
+    while let Some(obj) = pool.try_get() {
+        held.push(obj);
+    }
+    let bytes = held.iter().map(|o| o.retained_bytes() as u64).sum();
+    (held.len(), bytes)
+}
+
+#[test]
+fn large_messages_are_capped_in_bytes_not_only_in_count() {
+    let pool = Recycler::<Message>::builder()
+        .max_idle_bytes(64 * 1024)
+        .build()
+        .unwrap();
+    let mut msgs: Vec<_> = (0..10).map(|_| pool.get()).collect();
+    for (i, m) in msgs.iter_mut().enumerate() {
+        m.topic.push_str("orders");
+        // Two of them grew to 1 MiB; the others stay small.
+        let size = if i % 5 == 0 { 1 << 20 } else { 1000 };
+        m.payload.reserve_exact(size);
+    }
+    drop(msgs);
+    let s = pool.stats();
+    assert_eq!((s.idle, s.dropped), (8, 2), "the two large ones: {s}");
+    assert!(s.idle_bytes <= 64 * 1024, "{s}");
+    assert_eq!(drain_bytes(&pool), (8, s.idle_bytes), "counted exactly");
+}
+
+#[test]
+fn taking_an_object_uncounts_it() {
+    let pool = Recycler::builder_with_factory(|| Vec::<u8>::with_capacity(1000))
+        .max_idle_bytes(10_000)
+        .build()
+        .unwrap();
+    let objs: Vec<_> = (0..5).map(|_| pool.get()).collect();
+    drop(objs);
+    assert_eq!(pool.stats().idle_bytes, 5000);
+    let a = pool.get();
+    let b = pool.get();
+    assert_eq!(pool.stats().idle_bytes, 3000);
+    assert_eq!(pool.stats().hits, 2);
+    drop((a, b));
+    assert_eq!(pool.stats().idle_bytes, 5000);
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!((s.idle, s.idle_bytes), (0, 0), "{s}");
+}
+
+#[test]
+fn objects_are_still_reused_through_the_cache() {
+    let pool = Recycler::<Vec<u64>>::builder()
+        .max_idle_bytes(1 << 20)
+        .build()
+        .unwrap();
+    let mut v = pool.get();
+    v.reserve(100);
+    let ptr = v.as_ptr();
+    drop(v);
+    let v = pool.get();
+    assert_eq!(v.as_ptr(), ptr);
+    assert_eq!(pool.stats().idle_bytes, 0, "in use again");
+}
+
+#[test]
+fn without_a_cap_nothing_is_counted() {
+    let pool: Recycler<Vec<u8>> = Recycler::new();
+    let mut v = pool.get();
+    v.reserve(1000);
+    drop(v);
+    let s = pool.stats();
+    assert_eq!((s.idle, s.idle_bytes, s.evicted), (1, 0, 0));
+    assert!(!s.to_string().contains("idle bytes"), "{s}");
+}
+
+#[test]
+fn foreign_releases_and_thread_exits_are_counted() {
+    let pool = Arc::new(
+        Recycler::builder_with_factory(|| Vec::<u8>::with_capacity(100))
+            .max_idle_bytes(1 << 20)
+            .batch_size(4)
+            .build()
+            .unwrap(),
+    );
+    let objs: Vec<_> = (0..30).map(|_| pool.get_owned()).collect();
+    let p = Arc::clone(&pool);
+    thread::spawn(move || {
+        drop(objs); // released here, sent home
+        let own: Vec<_> = (0..7).map(|_| p.get_owned()).collect();
+        drop(own); // this thread's cache, flushed to the depot at exit
+    })
+    .join()
+    .unwrap();
+    let s = pool.stats();
+    assert_eq!(s.idle, 37, "{s}");
+    assert_eq!(s.idle_bytes, 3700, "{s}");
+    assert_eq!(drain_bytes(&pool), (37, 3700));
+}
+
+#[test]
+fn a_panicking_reset_under_a_cap_leaves_the_books_straight() {
+    let counts = Counts::new();
+    let pool = builder(&counts).max_idle_bytes(1 << 20).build().unwrap();
+    let mut a = pool.get();
+    a.data.reserve(10);
+    let b = pool.get();
+    counts
+        .reset_panics
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(a)));
+    assert!(result.is_err());
+    counts
+        .reset_panics
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    drop(b);
+    let s = pool.stats();
+    assert_eq!((s.idle, s.dropped), (1, 1), "{s}");
+    assert_eq!(
+        s.idle_bytes,
+        4 * 8,
+        "only `b` (capacity 4 of u64) is idle: {s}"
+    );
+    assert_conserved(&pool, &counts, 0);
+}
+
+/// Several threads get, grow, pass on and release objects; at the end the
+/// count is exact and within the documented bound.
+#[test]
+fn many_threads_stay_within_the_bound() {
+    const THREADS: usize = 4;
+    const CAP: usize = 256 * 1024;
+    const BIGGEST: usize = 8 * 8192; // retained bytes of the largest object
+    let counts = Counts::new();
+    let pool = Arc::new(builder(&counts).max_idle_bytes(CAP).build().unwrap());
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (pool, tx, rx) = (Arc::clone(&pool), tx.clone(), rx.clone());
+            thread::spawn(move || {
+                let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
+                let mut held = Vec::new();
+                for _ in 0..3000 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let mut obj = pool.get_owned();
+                    obj.data.reserve((rng % 8192) as usize);
+                    held.push(obj);
+                    if held.len() > 16 {
+                        let obj = held.swap_remove((rng >> 20) as usize % held.len());
+                        if rng % 4 == 0 {
+                            let _ = tx.try_send(obj); // released by whoever takes it
+                        }
+                    }
+                    if let Ok(other) = rx.try_recv() {
+                        drop(other);
+                    }
+                }
+            })
+        })
+        .collect();
+    drop((tx, rx.clone()));
+    for h in handles {
+        h.join().unwrap();
+    }
+    while let Ok(left) = rx.try_recv() {
+        drop(left);
+    }
+    let s = pool.stats();
+    let threshold = (CAP / 8).max(1);
+    let bound = (CAP + (THREADS - 1) * (threshold + BIGGEST)) as u64;
+    assert!(s.idle_bytes <= bound, "{} > {bound}: {s}", s.idle_bytes);
+    assert!(s.dropped > 0, "the cap was reached: {s}");
+    assert_conserved(&pool, &counts, 0);
+    assert_eq!(drain_bytes(&pool), (s.idle as usize, s.idle_bytes), "exact");
+}
