@@ -5,7 +5,8 @@ use std::fmt;
 
 /// A builder setting, or a combination of settings, that cannot work.
 ///
-/// Returned by [`RecyclerBuilder::build`](crate::RecyclerBuilder::build). The
+/// Returned by [`RecyclerBuilder::build`](crate::RecyclerBuilder::build) and
+/// [`BufferPoolBuilder::build`](crate::buffer::BufferPoolBuilder::build). The
 /// message names the setting and the numbers involved.
 ///
 /// # Examples
@@ -41,6 +42,17 @@ pub enum ConfigError {
         /// The value given.
         value: usize,
     },
+    /// A setting must be a multiple of another one.
+    NotMultiple {
+        /// The setting's builder method.
+        field: &'static str,
+        /// The value given.
+        value: usize,
+        /// The setting it must be a multiple of.
+        of: &'static str,
+        /// That setting's value.
+        of_value: usize,
+    },
     /// A setting must not be below another one.
     Below {
         /// The setting's builder method.
@@ -64,6 +76,15 @@ impl fmt::Display for ConfigError {
             Self::NotPowerOfTwo { field, value } => {
                 write!(f, "`{field}` is {value}; it must be a power of two")
             }
+            Self::NotMultiple {
+                field,
+                value,
+                of,
+                of_value,
+            } => write!(
+                f,
+                "`{field}` is {value}; it must be a multiple of `{of}` ({of_value})"
+            ),
             Self::Below {
                 field,
                 value,
@@ -78,3 +99,91 @@ impl fmt::Display for ConfigError {
 }
 
 impl Error for ConfigError {}
+
+/// Why a buffer could not be had: returned by
+/// [`BufferPool::try_acquire`](crate::buffer::BufferPool::try_acquire),
+/// [`BufferPool::acquire_timeout`](crate::buffer::BufferPool::acquire_timeout),
+/// [`Scope::try_alloc`](crate::buffer::Scope::try_alloc) and
+/// [`PooledBuf::try_reserve`](crate::buffer::PooledBuf::try_reserve).
+///
+/// The message names the setting or the limit concerned and the numbers.
+///
+/// # Examples
+///
+/// ```
+/// use recycler_core::AcquireError;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = BufferPool::builder().memory_limit(8192).build()?;
+/// let held = pool.acquire(8192);
+/// let err = pool.try_acquire(4096).unwrap_err();
+/// assert_eq!(
+///     err,
+///     AcquireError::LimitExceeded { requested: 4096, allocated: 8192, limit: 8192 }
+/// );
+/// assert_eq!(
+///     err.to_string(),
+///     "`memory_limit` exceeded: 4096 bytes requested, 8192 of 8192 bytes already allocated"
+/// );
+/// # drop(held);
+/// # Ok::<(), recycler_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AcquireError {
+    /// No buffer of this size can exist: with the pool's alignment it would
+    /// exceed `isize::MAX` bytes, the most any allocation may hold.
+    TooLarge {
+        /// The capacity asked for, in bytes.
+        requested: usize,
+        /// The largest capacity possible with the pool's alignment.
+        max: usize,
+    },
+    /// The pool's `memory_limit` does not leave room for the buffer, even
+    /// after freeing the idle buffers it could reach (and, for
+    /// `acquire_timeout`, after waiting).
+    LimitExceeded {
+        /// The bytes that had to be allocated.
+        requested: usize,
+        /// The bytes the pool had allocated (in use and idle) when it gave up.
+        allocated: u64,
+        /// The pool's `memory_limit`.
+        limit: u64,
+    },
+    /// The allocator returned no memory.
+    AllocFailed {
+        /// The bytes asked of the allocator.
+        requested: usize,
+        /// The alignment asked for.
+        alignment: usize,
+    },
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TooLarge { requested, max } => write!(
+                f,
+                "a buffer of {requested} bytes cannot exist; the largest possible is {max} bytes"
+            ),
+            Self::LimitExceeded {
+                requested,
+                allocated,
+                limit,
+            } => write!(
+                f,
+                "`memory_limit` exceeded: {requested} bytes requested, \
+                 {allocated} of {limit} bytes already allocated"
+            ),
+            Self::AllocFailed {
+                requested,
+                alignment,
+            } => write!(
+                f,
+                "the allocator could not provide {requested} bytes aligned to {alignment}"
+            ),
+        }
+    }
+}
+
+impl Error for AcquireError {}

@@ -138,6 +138,7 @@
 // Lets the derive's output, which names `::recycler_core`, work in this crate.
 extern crate self as recycler_core;
 
+pub mod buffer;
 mod builder;
 mod depot;
 mod error;
@@ -153,7 +154,7 @@ mod shrink;
 mod stats;
 
 pub use crate::builder::RecyclerBuilder;
-pub use crate::error::ConfigError;
+pub use crate::error::{AcquireError, ConfigError};
 pub use crate::guard::{OwnedPooled, Pooled};
 pub use crate::recyclable::Recyclable;
 pub use crate::recycler::Recycler;

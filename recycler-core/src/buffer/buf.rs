@@ -1,0 +1,243 @@
+//! [`Buf`]: the owned byte buffer that the pool keeps and hands out: an
+//! aligned allocation, the length written, and the ledger its bytes are
+//! charged to. It derives [`Recyclable`] like any user type would: resetting
+//! it forgets what was written and keeps the allocation.
+
+use std::fmt;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::slice;
+
+use recycler_derive::Recyclable;
+
+use super::limit::Ledger;
+use super::raw::AlignedBuf;
+use crate::loom::Arc;
+
+/// An aligned byte buffer with a length, charged to a pool's [`Ledger`].
+///
+/// Invariants: `len <= raw.capacity()`, `init <= raw.capacity()`, and the
+/// bytes `..max(len, init)` are initialized.
+#[derive(Recyclable)]
+pub(crate) struct Buf {
+    /// The allocation; reset keeps it, and it weighs its capacity.
+    raw: AlignedBuf,
+    /// Bytes written; reset to 0.
+    len: usize,
+    /// Bytes known to be initialized from the start, kept across reuse so
+    /// that a scope need not zero memory that was written before.
+    #[recycle(skip)]
+    init: usize,
+    /// Where the capacity is charged; credited back when the buffer drops.
+    #[recycle(skip)]
+    ledger: Arc<Ledger>,
+}
+
+impl Buf {
+    /// Wraps `raw`, whose capacity the caller has reserved on `ledger`.
+    pub(crate) fn new(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
+        Self {
+            raw,
+            len: 0,
+            init: 0,
+            ledger,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.raw.capacity()
+    }
+
+    #[inline(always)]
+    pub(crate) fn alignment(&self) -> usize {
+        self.raw.alignment()
+    }
+
+    #[inline(always)]
+    pub(crate) fn as_ptr(&self) -> *const u8 {
+        self.raw.as_ptr()
+    }
+
+    #[inline(always)]
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.raw.as_mut_ptr()
+    }
+
+    /// The written bytes.
+    #[inline(always)]
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        // SAFETY: `..len` is initialized and inside the allocation, which
+        // `self` owns and nothing else writes while it is borrowed.
+        unsafe { slice::from_raw_parts(self.raw.as_ptr(), self.len) }
+    }
+
+    /// The written bytes, mutable.
+    #[inline(always)]
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        let len = self.len;
+        // SAFETY: as in `as_slice`, with a unique borrow of `self`.
+        unsafe { slice::from_raw_parts_mut(self.raw.as_mut_ptr(), len) }
+    }
+
+    /// The bytes after the written part, up to the capacity.
+    #[inline(always)]
+    pub(crate) fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        let (len, cap) = (self.len, self.capacity());
+        // SAFETY: `len <= cap`, so `len..cap` lies inside the allocation;
+        // `MaybeUninit` makes no claim about its contents, and the unique
+        // borrow of `self` keeps everything else off it.
+        unsafe {
+            slice::from_raw_parts_mut(
+                self.raw.as_mut_ptr().add(len).cast::<MaybeUninit<u8>>(),
+                cap - len,
+            )
+        }
+    }
+
+    /// Sets the length.
+    ///
+    /// # Safety
+    ///
+    /// `new_len <= capacity()`, and the bytes `..new_len` are initialized.
+    #[inline(always)]
+    pub(crate) unsafe fn set_len(&mut self, new_len: usize) {
+        debug_assert!(new_len <= self.capacity());
+        self.len = new_len;
+    }
+
+    /// Shortens the written part to `len` bytes (no-op if already shorter).
+    #[inline]
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len < self.len {
+            self.note_init();
+            self.len = len;
+        }
+    }
+
+    /// Appends `bytes`; the caller has made room for them.
+    #[inline(always)]
+    pub(crate) fn append_within_capacity(&mut self, bytes: &[u8]) {
+        debug_assert!(bytes.len() <= self.capacity() - self.len);
+        // SAFETY: the caller has checked that `bytes` fits after `len`; a
+        // `&[u8]` cannot overlap the unique allocation of `self`.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.raw.as_mut_ptr().add(self.len),
+                bytes.len(),
+            );
+        }
+        self.len += bytes.len();
+    }
+
+    /// Appends `n` copies of `value`; the caller has made room for them.
+    #[inline(always)]
+    pub(crate) fn fill_within_capacity(&mut self, value: u8, n: usize) {
+        debug_assert!(n <= self.capacity() - self.len);
+        // SAFETY: the caller has checked that `n` bytes fit after `len`.
+        unsafe { self.raw.as_mut_ptr().add(self.len).write_bytes(value, n) };
+        self.len += n;
+    }
+
+    /// Makes the first `len` bytes (within the capacity) initialized, zeroing
+    /// only what was never written, and sets the length to `len`: the
+    /// contents are whatever the buffer held before.
+    pub(crate) fn init_to(&mut self, len: usize) {
+        debug_assert!(len <= self.capacity());
+        self.note_init();
+        if self.init < len {
+            let from = self.init;
+            // SAFETY: `from..len` is inside the allocation (`len <= cap`).
+            unsafe { self.raw.as_mut_ptr().add(from).write_bytes(0, len - from) };
+            self.init = len;
+        }
+        self.len = len;
+    }
+
+    /// Remembers that the written part is initialized, before the length
+    /// shrinks.
+    #[inline(always)]
+    fn note_init(&mut self) {
+        self.init = self.init.max(self.len);
+    }
+
+    /// Prepares the buffer for the pool: remembers what is initialized, then
+    /// resets it (the derived [`Recyclable::reset`](crate::Recyclable::reset):
+    /// the length becomes 0, the allocation stays).
+    #[inline(always)]
+    pub(crate) fn retire(&mut self) {
+        self.note_init();
+        crate::Recyclable::reset(self);
+    }
+
+    /// The allocation, for growing it. The caller keeps the ledger in step.
+    pub(crate) fn raw_mut(&mut self) -> &mut AlignedBuf {
+        &mut self.raw
+    }
+}
+
+impl Drop for Buf {
+    fn drop(&mut self) {
+        self.ledger.free(self.raw.capacity() as u64);
+    }
+}
+
+impl fmt::Debug for Buf {
+    /// Length, capacity and alignment; never the contents.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buf")
+            .field("len", &self.len)
+            .field("capacity", &self.capacity())
+            .field("alignment", &self.alignment())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Recyclable;
+
+    fn buf(cap: usize) -> Buf {
+        let ledger = Arc::new(Ledger::new(None));
+        ledger.reserve(cap as u64).unwrap();
+        Buf::new(AlignedBuf::try_new(cap, 8).unwrap(), ledger)
+    }
+
+    #[test]
+    fn derived_reset_keeps_the_allocation() {
+        let mut b = buf(64);
+        b.append_within_capacity(b"hello");
+        let ptr = b.as_ptr();
+        assert_eq!(b.retained_bytes(), 64, "derived: the allocation's capacity");
+        b.retire();
+        assert_eq!((b.len(), b.capacity(), b.as_ptr()), (0, 64, ptr));
+        assert_eq!(b.init, 5, "what was written stays known as initialized");
+    }
+
+    #[test]
+    fn init_to_zeroes_only_fresh_bytes() {
+        let mut b = buf(16);
+        b.append_within_capacity(b"abcd");
+        b.retire();
+        b.init_to(8);
+        assert_eq!(b.as_slice(), b"abcd\0\0\0\0");
+        assert_eq!(b.init, 8);
+    }
+
+    #[test]
+    fn drop_credits_the_ledger() {
+        let ledger = Arc::new(Ledger::new(Some(100)));
+        ledger.reserve(64).unwrap();
+        let b = Buf::new(AlignedBuf::try_new(64, 1).unwrap(), Arc::clone(&ledger));
+        assert_eq!(ledger.allocated(), 64);
+        drop(b);
+        assert_eq!(ledger.allocated(), 0);
+    }
+}

@@ -1,0 +1,431 @@
+//! [`BufferPoolBuilder`]: the knobs of a [`BufferPool`], checked in one place.
+
+use super::pool::BufferPool;
+use super::raw::AlignedBuf;
+use crate::error::ConfigError;
+
+/// The most buckets a pool may have.
+pub(crate) const MAX_BUCKETS: usize = 4096;
+
+/// The largest alignment accepted: 1 GiB.
+pub(crate) const MAX_ALIGNMENT: usize = 1 << 30;
+
+/// A buffer pool's settings, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PoolConfig {
+    pub(crate) bucket_step: usize,
+    pub(crate) max_capacity: usize,
+    pub(crate) max_idle_memory: Option<usize>,
+    pub(crate) memory_limit: Option<usize>,
+    pub(crate) alignment: usize,
+    pub(crate) max_idle_per_thread: usize,
+    pub(crate) statistics: bool,
+}
+
+impl PoolConfig {
+    /// Jetty's defaults: 16 buckets of 4 KiB steps up to 64 KiB.
+    pub(crate) const DEFAULT: PoolConfig = PoolConfig {
+        bucket_step: 4096,
+        max_capacity: 65536,
+        max_idle_memory: None,
+        memory_limit: None,
+        alignment: 1,
+        max_idle_per_thread: 64,
+        statistics: true,
+    };
+
+    /// The number of buckets.
+    pub(crate) fn buckets(&self) -> usize {
+        self.max_capacity / self.bucket_step
+    }
+}
+
+/// Builds a [`BufferPool`] with settings other than the defaults.
+///
+/// Made by [`BufferPool::builder`]. Setters take and return the builder;
+/// [`build`](Self::build) checks every setting at once.
+///
+/// | setting | default | meaning |
+/// | --- | --- | --- |
+/// | [`bucket_step`](Self::bucket_step) | 4096 | capacity of the smallest bucket, and the step between buckets |
+/// | [`max_capacity`](Self::max_capacity) | 65536 | capacity of the largest bucket; larger buffers are not pooled |
+/// | [`max_idle_memory`](Self::max_idle_memory) | none | cap on the bytes idle across all buckets and threads |
+/// | [`memory_limit`](Self::memory_limit) | none | hard cap on all buffer memory allocated, in use and idle |
+/// | [`alignment`](Self::alignment) | 1 | alignment of every buffer's first byte |
+/// | [`max_idle_per_thread`](Self::max_idle_per_thread) | 64 | idle buffers one thread keeps per bucket |
+/// | [`statistics`](Self::statistics) | on | per-bucket counts of the hot path |
+///
+/// # Examples
+///
+/// ```
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = BufferPool::builder()
+///     .bucket_step(1024)
+///     .max_capacity(16 * 1024)
+///     .max_idle_memory(1 << 20)
+///     .memory_limit(64 << 20)
+///     .alignment(4096)
+///     .build()?;
+/// assert_eq!(pool.stats().buckets.len(), 16);
+/// # Ok::<(), recycler_core::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct BufferPoolBuilder {
+    config: PoolConfig,
+}
+
+impl BufferPoolBuilder {
+    pub(crate) fn new() -> Self {
+        Self {
+            config: PoolConfig::DEFAULT,
+        }
+    }
+
+    /// The capacity of the smallest bucket and the step between buckets
+    /// (Jetty's `factor`, default 4096): bucket `i` holds buffers of
+    /// `(i + 1) × bucket_step` bytes, and a request is rounded up to the
+    /// next bucket. At least 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().bucket_step(1000).max_capacity(3000).build()?;
+    /// assert_eq!(pool.acquire(1001).capacity(), 2000);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn bucket_step(mut self, n: usize) -> Self {
+        self.config.bucket_step = n;
+        self
+    }
+
+    /// The capacity of the largest bucket (default 65536): a multiple of
+    /// `bucket_step`, at most 4096 buckets. A request above it gets a buffer
+    /// of exactly its size that is not pooled (freed when dropped).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().max_capacity(8192).build()?;
+    /// assert_eq!(pool.stats().buckets.len(), 2);
+    /// assert_eq!(pool.acquire(10_000).capacity(), 10_000); // not pooled
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn max_capacity(mut self, n: usize) -> Self {
+        self.config.max_capacity = n;
+        self
+    }
+
+    /// Caps the bytes held by idle buffers, across all buckets and threads
+    /// (Jetty's `maxMemory`; default: no cap).
+    ///
+    /// Counted on release, never on acquire: a buffer that is never returned
+    /// is never counted. A release that would go over the cap first evicts
+    /// idle buffers from *other* buckets, starting at a random one; only if
+    /// that cannot free enough is the released buffer itself dropped, so the
+    /// bucket in active use keeps its buffers. Threads count in deltas of
+    /// their own, so the cap costs no shared write per operation, and it may
+    /// be exceeded by at most `(N - 1) × (S + max_capacity)` bytes with `N`
+    /// threads releasing, where `S = max(max_idle_memory / 8, 2 ×
+    /// max_capacity)`. With one releasing thread it holds exactly.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().max_idle_memory(8192).build()?;
+    /// let bufs: Vec<_> = (0..3).map(|_| pool.acquire(4096)).collect();
+    /// drop(bufs);
+    /// assert_eq!(pool.stats().idle_memory, 8192); // the third one was dropped
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn max_idle_memory(mut self, bytes: usize) -> Self {
+        self.config.max_idle_memory = Some(bytes);
+        self
+    }
+
+    /// A hard cap on all the memory the pool's buffers hold, in use and
+    /// idle, pooled or not (like the JDK's `MaxDirectMemorySize`; default:
+    /// none). At least `bucket_step`.
+    ///
+    /// [`BufferPool::try_acquire`] that would cross it first frees the idle
+    /// buffers it can reach and retries, then fails with
+    /// [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
+    /// [`BufferPool::acquire_timeout`] also waits for other threads to
+    /// release; [`BufferPool::acquire`] panics.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().memory_limit(16 * 1024).build()?;
+    /// let a = pool.acquire(16 * 1024);
+    /// assert!(pool.try_acquire(1).is_err());
+    /// drop(a);
+    /// assert!(pool.try_acquire(1).is_ok());
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn memory_limit(mut self, bytes: usize) -> Self {
+        self.config.memory_limit = Some(bytes);
+        self
+    }
+
+    /// The alignment of every buffer's first byte, a power of two up to
+    /// 1 GiB (default 1: whatever the allocator gives). For example 4096 for
+    /// `O_DIRECT` or io_uring registered buffers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().alignment(4096).build()?;
+    /// assert_eq!(pool.acquire(100).as_ptr() as usize % 4096, 0);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn alignment(mut self, align: usize) -> Self {
+        self.config.alignment = align;
+        self
+    }
+
+    /// Idle buffers one thread's cache keeps per bucket (default 64); past
+    /// it, batches spill to the bucket's shared depot, which holds four times
+    /// as many. 0 disables pooling: every buffer is freed when dropped.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().max_idle_per_thread(0).build()?;
+    /// drop(pool.acquire(10));
+    /// assert_eq!(pool.stats().idle_memory, 0);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn max_idle_per_thread(mut self, n: usize) -> Self {
+        self.config.max_idle_per_thread = n;
+        self
+    }
+
+    /// Whether the owner path counts acquires, hits and releases (default
+    /// on). The counts are per thread, a load and a store each, and cost
+    /// little; turned off, [`BufferPool::stats`] reports only what the slow
+    /// paths count (allocations, evictions, removals) and the memory totals.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().statistics(false).build()?;
+    /// assert!(!pool.stats().statistics);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn statistics(mut self, on: bool) -> Self {
+        self.config.statistics = on;
+        self
+    }
+
+    /// Checks every setting.
+    pub(crate) fn validate(&self) -> Result<PoolConfig, ConfigError> {
+        let c = self.config;
+        if c.bucket_step == 0 {
+            return Err(ConfigError::Zero {
+                field: "bucket_step",
+            });
+        }
+        if c.max_capacity < c.bucket_step {
+            return Err(ConfigError::Below {
+                field: "max_capacity",
+                value: c.max_capacity,
+                other: "bucket_step",
+                other_value: c.bucket_step,
+            });
+        }
+        if c.max_capacity % c.bucket_step != 0 {
+            return Err(ConfigError::NotMultiple {
+                field: "max_capacity",
+                value: c.max_capacity,
+                of: "bucket_step",
+                of_value: c.bucket_step,
+            });
+        }
+        if c.max_capacity / c.bucket_step > MAX_BUCKETS {
+            return Err(ConfigError::TooLarge {
+                field: "max_capacity",
+                value: c.max_capacity,
+                max: c.bucket_step.saturating_mul(MAX_BUCKETS),
+            });
+        }
+        if !c.alignment.is_power_of_two() {
+            return Err(ConfigError::NotPowerOfTwo {
+                field: "alignment",
+                value: c.alignment,
+            });
+        }
+        if c.alignment > MAX_ALIGNMENT {
+            return Err(ConfigError::TooLarge {
+                field: "alignment",
+                value: c.alignment,
+                max: MAX_ALIGNMENT,
+            });
+        }
+        let largest = AlignedBuf::max_capacity(c.alignment);
+        if c.max_capacity > largest {
+            return Err(ConfigError::TooLarge {
+                field: "max_capacity",
+                value: c.max_capacity,
+                max: largest,
+            });
+        }
+        if let Some(limit) = c.memory_limit {
+            if limit == 0 {
+                return Err(ConfigError::Zero {
+                    field: "memory_limit",
+                });
+            }
+            if limit < c.bucket_step {
+                return Err(ConfigError::Below {
+                    field: "memory_limit",
+                    value: limit,
+                    other: "bucket_step",
+                    other_value: c.bucket_step,
+                });
+            }
+        }
+        Ok(c)
+    }
+
+    /// Checks the settings and makes the pool.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the first setting out of range: `bucket_step`
+    /// of 0; `max_capacity` below `bucket_step`, not a multiple of it, or
+    /// more than 4096 buckets; `alignment` not a power of two or above
+    /// 1 GiB; `memory_limit` of 0 or below `bucket_step`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let err = BufferPool::builder().alignment(3000).build().unwrap_err();
+    /// assert_eq!(err.to_string(), "`alignment` is 3000; it must be a power of two");
+    /// let err = BufferPool::builder().max_capacity(5000).build().unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "`max_capacity` is 5000; it must be a multiple of `bucket_step` (4096)"
+    /// );
+    /// ```
+    pub fn build(self) -> Result<BufferPool, ConfigError> {
+        let config = self.validate()?;
+        Ok(BufferPool::from_config(config))
+    }
+}
+
+impl Default for BufferPoolBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn err(b: BufferPoolBuilder) -> ConfigError {
+        b.validate().unwrap_err()
+    }
+
+    #[test]
+    fn defaults_are_jettys() {
+        let c = BufferPoolBuilder::new().validate().unwrap();
+        assert_eq!(c, PoolConfig::DEFAULT);
+        assert_eq!(c.buckets(), 16);
+    }
+
+    #[test]
+    fn every_bad_setting_is_named() {
+        let b = BufferPoolBuilder::new;
+        assert_eq!(
+            err(b().bucket_step(0)),
+            ConfigError::Zero {
+                field: "bucket_step"
+            }
+        );
+        assert_eq!(
+            err(b().max_capacity(100)).to_string(),
+            "`max_capacity` is 100, below `bucket_step` (4096); it must be at least that"
+        );
+        assert!(matches!(
+            err(b().max_capacity(4097)),
+            ConfigError::NotMultiple {
+                field: "max_capacity",
+                ..
+            }
+        ));
+        assert_eq!(
+            err(b().bucket_step(1).max_capacity(4097)),
+            ConfigError::TooLarge {
+                field: "max_capacity",
+                value: 4097,
+                max: 4096
+            }
+        );
+        for bad in [0, 3, 4095] {
+            assert_eq!(
+                err(b().alignment(bad)),
+                ConfigError::NotPowerOfTwo {
+                    field: "alignment",
+                    value: bad
+                }
+            );
+        }
+        assert!(matches!(
+            err(b().alignment(1 << 31)),
+            ConfigError::TooLarge {
+                field: "alignment",
+                ..
+            }
+        ));
+        assert_eq!(
+            err(b().memory_limit(0)),
+            ConfigError::Zero {
+                field: "memory_limit"
+            }
+        );
+        assert!(matches!(
+            err(b().memory_limit(100)),
+            ConfigError::Below {
+                field: "memory_limit",
+                ..
+            }
+        ));
+        let huge = usize::MAX / 2 + 1;
+        assert!(matches!(
+            err(b().bucket_step(huge).max_capacity(huge)),
+            ConfigError::TooLarge {
+                field: "max_capacity",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn zero_idle_cap_and_zero_per_thread_are_valid() {
+        assert!(
+            BufferPoolBuilder::new()
+                .max_idle_memory(0)
+                .max_idle_per_thread(0)
+                .validate()
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! Feature `bytes`: [`bytes::BufMut`] for pooled buffers (so that tokio's
+//! `read_buf` fills them), and [`OwnedPooledBuf::into_bytes`], a zero-copy
+//! conversion into [`bytes::Bytes`] whose last clone returns the memory to
+//! the pool.
+
+use ::bytes::buf::UninitSlice;
+use ::bytes::{BufMut, Bytes};
+
+use super::guard::{OwnedPooledBuf, PooledBuf};
+
+/// Bytes a full buffer grows by, at least, when `chunk_mut` needs room (as
+/// `Vec<u8>` and `BytesMut` do).
+const GROW_BY: usize = 64;
+
+macro_rules! buf_mut {
+    ($ty:ty) => {
+        // SAFETY: `chunk_mut` returns the spare capacity, which lies inside
+        // the allocation, after the written part; `advance_mut` moves the
+        // length forward over bytes the caller has initialized, and never
+        // past the capacity (checked).
+        unsafe impl BufMut for $ty {
+            /// As much as a `Vec<u8>` could hold: the buffer grows when full.
+            #[inline]
+            fn remaining_mut(&self) -> usize {
+                isize::MAX as usize - self.len()
+            }
+
+            #[inline]
+            unsafe fn advance_mut(&mut self, cnt: usize) {
+                let new_len = self
+                    .len()
+                    .checked_add(cnt)
+                    .filter(|&n| n <= self.capacity());
+                let Some(new_len) = new_len else {
+                    panic!(
+                        "advance_mut({cnt}) past the capacity ({} of {} written)",
+                        self.len(),
+                        self.capacity()
+                    );
+                };
+                // SAFETY: within the capacity (checked); the caller of
+                // `advance_mut` has initialized the bytes it advances over.
+                unsafe { self.set_len(new_len) };
+            }
+
+            /// The spare capacity; a full buffer first grows (by at least
+            /// 64 bytes, rounded up to a bucket).
+            ///
+            /// # Panics
+            ///
+            /// If a full buffer cannot grow: at the pool's `memory_limit`,
+            /// or if the allocator fails.
+            #[inline]
+            fn chunk_mut(&mut self) -> &mut UninitSlice {
+                if self.len() == self.capacity() {
+                    self.reserve(GROW_BY);
+                }
+                UninitSlice::uninit(self.spare_capacity_mut())
+            }
+
+            #[inline]
+            fn put_slice(&mut self, src: &[u8]) {
+                self.extend_from_slice(src);
+            }
+
+            #[inline]
+            fn put_bytes(&mut self, val: u8, cnt: usize) {
+                let len = self.len();
+                self.resize(len + cnt, val);
+            }
+        }
+    };
+}
+
+buf_mut!(PooledBuf<'_>);
+buf_mut!(OwnedPooledBuf);
+
+impl OwnedPooledBuf {
+    /// The written bytes as a [`Bytes`], without copying: the `Bytes` owns
+    /// the buffer, and when its last clone drops, the buffer returns to the
+    /// pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bytes::Bytes;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = Arc::new(BufferPool::new());
+    /// let mut buf = pool.acquire_owned(100);
+    /// buf.extend_from_slice(b"hello");
+    /// let ptr = buf.as_ptr();
+    /// let bytes: Bytes = buf.into_bytes();
+    /// assert_eq!((&bytes[..], bytes.as_ptr()), (&b"hello"[..], ptr)); // no copy
+    /// let clone = bytes.slice(1..);
+    /// drop(bytes);
+    /// assert_eq!(pool.stats().buckets[0].in_use, 1); // a clone still holds it
+    /// drop(clone);
+    /// assert_eq!(pool.stats().buckets[0].idle, 1); // back in the pool
+    /// assert_eq!(pool.acquire(100).as_ptr(), ptr);
+    /// ```
+    pub fn into_bytes(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+}
+
+impl From<OwnedPooledBuf> for Bytes {
+    /// As [`OwnedPooledBuf::into_bytes`].
+    fn from(buf: OwnedPooledBuf) -> Self {
+        buf.into_bytes()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::buffer::BufferPool;
+    use crate::loom::Arc;
+
+    #[test]
+    fn buf_mut_fills_and_grows() {
+        let pool = BufferPool::new();
+        let mut b = pool.acquire(1);
+        b.put_u32(0xDEAD_BEEF);
+        b.put_slice(b"xy");
+        b.put_bytes(b'z', 2);
+        assert_eq!(&b[..], b"\xDE\xAD\xBE\xEFxyzz");
+        b.resize(4096, 0);
+        assert_eq!(b.chunk_mut().len(), 4096, "a full buffer doubles");
+        assert_eq!(b.capacity(), 8192);
+        assert_eq!(b.remaining_mut(), isize::MAX as usize - 4096);
+    }
+
+    #[test]
+    #[should_panic(expected = "advance_mut(5000) past the capacity")]
+    fn advance_past_capacity_panics() {
+        let pool = BufferPool::new();
+        let mut b = pool.acquire(1);
+        // SAFETY: not reached: `advance_mut` panics first.
+        unsafe { b.advance_mut(5000) };
+    }
+
+    #[test]
+    fn last_clone_returns_the_memory() {
+        let pool = Arc::new(BufferPool::new());
+        let mut buf = pool.acquire_owned(10);
+        buf.put_slice(b"abc");
+        let ptr = buf.as_ptr();
+        let bytes = Bytes::from(buf);
+        let clones: Vec<Bytes> = (0..3).map(|_| bytes.clone()).collect();
+        drop(bytes);
+        for c in &clones {
+            assert_eq!(c.as_ptr(), ptr);
+        }
+        assert_eq!(pool.stats().buckets[0].in_use, 1);
+        drop(clones);
+        let s = pool.stats();
+        assert_eq!((s.buckets[0].in_use, s.buckets[0].idle), (0, 1));
+        assert_eq!(pool.acquire(1).as_ptr(), ptr, "the memory came back");
+    }
+}

@@ -1,0 +1,548 @@
+//! The buffers a pool hands out: [`PooledBuf`] borrows its pool,
+//! [`OwnedPooledBuf`] holds it in an `Arc`. Both return their buffer to the
+//! pool when dropped, and share one Vec-like API, written once by
+//! `buf_api!`.
+
+use std::fmt;
+use std::io;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+
+use super::buf::Buf;
+use super::pool::{BufferPool, PoolInner};
+use crate::error::AcquireError;
+use crate::local::Home;
+use crate::loom::Arc;
+
+/// How a buffer reaches its pool.
+trait PoolRef {
+    fn pool_inner(&self) -> &PoolInner;
+}
+
+impl PoolRef for &PoolInner {
+    #[inline(always)]
+    fn pool_inner(&self) -> &PoolInner {
+        self
+    }
+}
+
+impl PoolRef for Arc<BufferPool> {
+    #[inline(always)]
+    fn pool_inner(&self) -> &PoolInner {
+        self.inner()
+    }
+}
+
+/// A byte buffer on loan from a [`BufferPool`]; returns to the pool when
+/// dropped.
+///
+/// Dereferences to the written part, `[u8]`, starting at the buffer's first
+/// byte; grows like a `Vec<u8>` ([`push`](Self::push),
+/// [`extend_from_slice`](Self::extend_from_slice), [`io::Write`]). Reads
+/// from sockets can fill [`spare_capacity_mut`](Self::spare_capacity_mut)
+/// and then [`set_len`](Self::set_len); with the `bytes` feature it is a
+/// `bytes::BufMut`, which tokio's `read_buf` fills.
+///
+/// A buffer that grew past its bucket's capacity returns to the bucket of
+/// its new capacity, or is freed if it grew past `max_capacity`. The buffer
+/// borrows its pool; use [`OwnedPooledBuf`] for one that must be `'static`.
+///
+/// # Examples
+///
+/// ```
+/// use std::io::Write;
+/// use recycler_core::buffer::{BufferPool, PooledBuf};
+///
+/// let pool = BufferPool::new();
+/// let mut buf: PooledBuf<'_> = pool.acquire(64);
+/// buf.extend_from_slice(b"GET / HTTP/1.1\r\n");
+/// write!(buf, "Host: {}\r\n\r\n", "example.com")?;
+/// assert!(buf.starts_with(b"GET"));
+/// assert_eq!(format!("{buf:?}"), "PooledBuf { len: 37, capacity: 4096, .. }");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct PooledBuf<'a> {
+    pool: &'a PoolInner,
+    buf: ManuallyDrop<Box<Buf>>,
+    home: Home<Buf>,
+    /// The bucket the buffer came from, or `OVERSIZE`.
+    origin: u32,
+}
+
+/// A byte buffer on loan from a [`BufferPool`] in an `Arc`: `'static`, so it
+/// can move into threads and tasks. Returns to the pool when dropped.
+///
+/// Made by [`BufferPool::acquire_owned`]; otherwise the same as
+/// [`PooledBuf`]. The buffer keeps the pool alive. With the `bytes` feature,
+/// `into_bytes` turns it into a `bytes::Bytes` without copying, whose last
+/// clone returns the memory to the pool.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use recycler_core::buffer::{BufferPool, OwnedPooledBuf};
+///
+/// let pool = Arc::new(BufferPool::new());
+/// let mut buf: OwnedPooledBuf = pool.acquire_owned(100);
+/// let task = std::thread::spawn(move || {
+///     buf.extend_from_slice(b"moved");
+///     buf.len()
+/// });
+/// assert_eq!(task.join().unwrap(), 5);
+/// ```
+pub struct OwnedPooledBuf {
+    pool: Arc<BufferPool>,
+    buf: ManuallyDrop<Box<Buf>>,
+    home: Home<Buf>,
+    origin: u32,
+}
+
+// SAFETY: the guard owns its buffer (`Buf: Send`); `&PoolInner` is shared
+// state that is `Sync` (atomics, locks, channels, and caches touched only by
+// their owner thread); `home` is an address the release path uses from any
+// thread (it checks the owner before touching the cache).
+unsafe impl Send for PooledBuf<'_> {}
+// SAFETY: through `&PooledBuf` only `&[u8]` and lengths are reachable;
+// release needs `&mut` (drop).
+unsafe impl Sync for PooledBuf<'_> {}
+// SAFETY: as for `PooledBuf`; `Arc<BufferPool>` is `Send + Sync`.
+unsafe impl Send for OwnedPooledBuf {}
+// SAFETY: as for `PooledBuf`.
+unsafe impl Sync for OwnedPooledBuf {}
+
+impl<'a> PooledBuf<'a> {
+    #[inline(always)]
+    pub(crate) fn new(pool: &'a PoolInner, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+        Self {
+            pool,
+            buf: ManuallyDrop::new(buf),
+            home,
+            origin,
+        }
+    }
+
+    /// Takes the buffer apart without returning it, for an owned guard.
+    pub(crate) fn into_parts(self) -> (Box<Buf>, Home<Buf>, u32) {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the buffer is taken once, here.
+        let buf = unsafe { ManuallyDrop::take(&mut this.buf) };
+        (buf, this.home, this.origin)
+    }
+
+    /// Makes the first `len` bytes initialized (zeroing what was never
+    /// written) and the length `len`, and returns the first byte, for a
+    /// scope. `len <= capacity()`.
+    pub(crate) fn init_to(&mut self, len: usize) -> *mut u8 {
+        self.buf.init_to(len);
+        self.buf.as_mut_ptr()
+    }
+}
+
+impl OwnedPooledBuf {
+    pub(crate) fn new(pool: Arc<BufferPool>, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+        Self {
+            pool,
+            buf: ManuallyDrop::new(buf),
+            home,
+            origin,
+        }
+    }
+}
+
+/// Makes room for `additional` more bytes, or says why not.
+#[inline]
+fn try_reserve(pool: &PoolInner, buf: &mut Buf, additional: usize) -> Result<(), AcquireError> {
+    if buf.capacity() - buf.len() >= additional {
+        return Ok(());
+    }
+    grow(pool, buf, additional)
+}
+
+#[cold]
+#[inline(never)]
+fn grow(pool: &PoolInner, buf: &mut Buf, additional: usize) -> Result<(), AcquireError> {
+    let needed = buf
+        .len()
+        .checked_add(additional)
+        .ok_or(AcquireError::TooLarge {
+            requested: usize::MAX,
+            max: isize::MAX as usize,
+        })?;
+    pool.grow(buf, needed)
+}
+
+/// Makes room for `additional` more bytes, or panics as `Vec` does.
+#[inline]
+fn reserve(pool: &PoolInner, buf: &mut Buf, additional: usize) {
+    if buf.capacity() - buf.len() < additional {
+        grow_or_panic(pool, buf, additional);
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn grow_or_panic(pool: &PoolInner, buf: &mut Buf, additional: usize) {
+    if let Err(err) = grow(pool, buf, additional) {
+        panic!("pooled buffer cannot grow: {err}");
+    }
+}
+
+/// The Vec-like API and the trait impls, for both guards. `$head` is the
+/// doc examples' setup and `$acquire` the expression that gets a buffer.
+macro_rules! buf_api {
+    ($ty:ty, $name:literal, $head:literal, $acquire:literal) => {
+        impl $ty {
+            /// Bytes written.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nassert_eq!(buf.len(), 3);\n```")]
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.buf.len()
+            }
+
+            /// Whether nothing is written.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.is_empty());\nbuf.push(1);\nassert!(!buf.is_empty());\n```")]
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.buf.len() == 0
+            }
+
+            /// Bytes the buffer holds without growing: at least what was
+            /// asked for, rounded up to the bucket.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert_eq!(buf.capacity(), 4096);\nbuf.extend_from_slice(&[0; 5000]);\nassert_eq!(buf.capacity(), 8192);\n```")]
+            #[inline]
+            pub fn capacity(&self) -> usize {
+                self.buf.capacity()
+            }
+
+            /// The first byte (aligned to the pool's `alignment`).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(9);\n// SAFETY: one byte is written.\nassert_eq!(unsafe { *buf.as_ptr() }, 9);\n```")]
+            #[inline]
+            pub fn as_ptr(&self) -> *const u8 {
+                self.buf.as_ptr()
+            }
+
+            /// The first byte, for writing (for example by a system call
+            /// that fills the buffer; then [`set_len`](Self::set_len)).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nlet p = buf.as_mut_ptr();\n// SAFETY: the capacity is at least 2; both bytes are written before\n// the length covers them.\nunsafe {\n    p.write(1);\n    p.add(1).write(2);\n    buf.set_len(2);\n}\nassert_eq!(&buf[..], [1, 2]);\n```")]
+            #[inline]
+            pub fn as_mut_ptr(&mut self) -> *mut u8 {
+                self.buf.as_mut_ptr()
+            }
+
+            /// Forgets what was written; keeps the capacity.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nbuf.clear();\nassert!(buf.is_empty());\nassert_eq!(buf.capacity(), 4096);\n```")]
+            #[inline]
+            pub fn clear(&mut self) {
+                self.buf.truncate(0);
+            }
+
+            /// Keeps the first `len` bytes written; does nothing if fewer are.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abcdef\");\nbuf.truncate(2);\nassert_eq!(&buf[..], b\"ab\");\nbuf.truncate(10);\nassert_eq!(&buf[..], b\"ab\");\n```")]
+            #[inline]
+            pub fn truncate(&mut self, len: usize) {
+                self.buf.truncate(len);
+            }
+
+            /// Appends a byte, growing the buffer like a `Vec` if it is full.
+            ///
+            /// # Panics
+            ///
+            /// If the buffer must grow and cannot: at the pool's
+            /// `memory_limit`, or if the allocator fails (use
+            /// [`try_reserve`](Self::try_reserve) first to handle that).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(b'x');\nassert_eq!(&buf[..], b\"x\");\n```")]
+            #[inline]
+            pub fn push(&mut self, byte: u8) {
+                reserve(self.pool.pool_inner(), &mut self.buf, 1);
+                self.buf.fill_within_capacity(byte, 1);
+            }
+
+            /// Appends `bytes`, growing the buffer like a `Vec` if need be.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"hello, \");\nbuf.extend_from_slice(b\"world\");\nassert_eq!(&buf[..], b\"hello, world\");\n```")]
+            #[inline]
+            pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+                reserve(self.pool.pool_inner(), &mut self.buf, bytes.len());
+                self.buf.append_within_capacity(bytes);
+            }
+
+            /// Sets the written length to `new_len`: fills the new bytes with
+            /// `value`, or truncates.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.resize(3, 0xAB);\nassert_eq!(&buf[..], [0xAB; 3]);\nbuf.resize(1, 0);\nassert_eq!(&buf[..], [0xAB]);\n```")]
+            #[inline]
+            pub fn resize(&mut self, new_len: usize, value: u8) {
+                let len = self.buf.len();
+                if new_len <= len {
+                    self.buf.truncate(new_len);
+                } else {
+                    reserve(self.pool.pool_inner(), &mut self.buf, new_len - len);
+                    self.buf.fill_within_capacity(value, new_len - len);
+                }
+            }
+
+            /// Makes room for at least `additional` more bytes.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.reserve(10_000);\nassert!(buf.capacity() >= 10_000);\n```")]
+            #[inline]
+            pub fn reserve(&mut self, additional: usize) {
+                reserve(self.pool.pool_inner(), &mut self.buf, additional);
+            }
+
+            /// Makes room for at least `additional` more bytes, or says why it
+            /// cannot; the buffer is unchanged then. Growth doubles the
+            /// capacity (at least), rounded up to a bucket while it fits in
+            /// `max_capacity`, and counts against the pool's `memory_limit`.
+            ///
+            /// # Errors
+            ///
+            /// [`AcquireError::LimitExceeded`] at the memory limit,
+            /// [`AcquireError::TooLarge`] past `isize::MAX`,
+            /// [`AcquireError::AllocFailed`] if the allocator fails.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.try_reserve(100).is_ok());\nassert!(buf.try_reserve(usize::MAX).is_err());\n```")]
+            pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
+                try_reserve(self.pool.pool_inner(), &mut self.buf, additional)
+            }
+
+            /// The bytes after the written part, up to the capacity, to be
+            /// filled (by a read from a socket, say) before
+            /// [`set_len`](Self::set_len) makes them part of the buffer.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nlet received = b\"from a socket\";\nlet spare = buf.spare_capacity_mut();\nfor (dst, &src) in spare.iter_mut().zip(received) {\n    dst.write(src);\n}\n// SAFETY: the first `received.len()` spare bytes were just written.\nunsafe { buf.set_len(received.len()) };\nassert_eq!(&buf[..], b\"from a socket\");\n```")]
+            #[inline]
+            pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+                self.buf.spare_capacity_mut()
+            }
+
+            /// Sets the written length without writing anything.
+            ///
+            /// # Safety
+            ///
+            /// `new_len <= capacity()`, and the first `new_len` bytes are
+            /// initialized: already written, or written through
+            /// [`spare_capacity_mut`](Self::spare_capacity_mut) or
+            /// [`as_mut_ptr`](Self::as_mut_ptr).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.spare_capacity_mut()[0].write(42);\n// SAFETY: within the capacity, and the first byte was just written.\nunsafe { buf.set_len(1) };\nassert_eq!(&buf[..], [42]);\n```")]
+            #[inline]
+            pub unsafe fn set_len(&mut self, new_len: usize) {
+                assert!(
+                    new_len <= self.buf.capacity(),
+                    "set_len({new_len}) beyond the capacity ({})",
+                    self.buf.capacity()
+                );
+                // SAFETY: within the capacity (checked), and the caller
+                // guarantees the bytes are initialized.
+                unsafe { self.buf.set_len(new_len) };
+            }
+        }
+
+        impl Drop for $ty {
+            #[inline]
+            fn drop(&mut self) {
+                // SAFETY: `drop` runs once, and the guards' `into_parts`
+                // forgets the guard, so the buffer is taken exactly once.
+                let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+                self.pool.pool_inner().release(buf, self.home, self.origin);
+            }
+        }
+
+        impl Deref for $ty {
+            type Target = [u8];
+
+            #[inline]
+            fn deref(&self) -> &[u8] {
+                self.buf.as_slice()
+            }
+        }
+
+        impl DerefMut for $ty {
+            #[inline]
+            fn deref_mut(&mut self) -> &mut [u8] {
+                self.buf.as_mut_slice()
+            }
+        }
+
+        impl AsRef<[u8]> for $ty {
+            #[inline]
+            fn as_ref(&self) -> &[u8] {
+                self.buf.as_slice()
+            }
+        }
+
+        impl AsMut<[u8]> for $ty {
+            #[inline]
+            fn as_mut(&mut self) -> &mut [u8] {
+                self.buf.as_mut_slice()
+            }
+        }
+
+        impl io::Write for $ty {
+            /// Appends all of `bytes`, growing the buffer if need be; an
+            /// error of kind `OutOfMemory` if it cannot grow.
+            #[inline]
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                try_reserve(self.pool.pool_inner(), &mut self.buf, bytes.len())
+                    .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err))?;
+                self.buf.append_within_capacity(bytes);
+                Ok(bytes.len())
+            }
+
+            #[inline]
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl fmt::Debug for $ty {
+            /// Length and capacity; never the contents.
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct($name)
+                    .field("len", &self.buf.len())
+                    .field("capacity", &self.buf.capacity())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+buf_api!(
+    PooledBuf<'_>,
+    "PooledBuf",
+    "use recycler_core::buffer::BufferPool;\n\nlet pool = BufferPool::new();",
+    "pool.acquire(16)"
+);
+
+buf_api!(
+    OwnedPooledBuf,
+    "OwnedPooledBuf",
+    "use std::sync::Arc;\nuse recycler_core::buffer::BufferPool;\n\nlet pool = Arc::new(BufferPool::new());",
+    "pool.acquire_owned(16)"
+);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use static_assertions::{assert_impl_all, const_assert};
+    use std::io::Write;
+    use std::mem::size_of;
+
+    assert_impl_all!(PooledBuf<'static>: Send, Sync);
+    assert_impl_all!(OwnedPooledBuf: Send, Sync);
+    const_assert!(size_of::<PooledBuf<'static>>() <= 4 * size_of::<usize>());
+
+    #[test]
+    fn vec_like() {
+        let pool = BufferPool::new();
+        let mut b = pool.acquire(4);
+        b.push(1);
+        b.extend_from_slice(&[2, 3, 4]);
+        b.resize(6, 9);
+        assert_eq!(&b[..], [1, 2, 3, 4, 9, 9]);
+        b[0] = 0;
+        b.truncate(2);
+        assert_eq!(&b[..], [0, 2]);
+        b.write_all(b"xyz").unwrap();
+        assert_eq!(&b[..], b"\0\x02xyz");
+        assert_eq!(b.spare_capacity_mut().len(), 4096 - 5);
+        b.clear();
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn writing_past_capacity_grows_like_a_vec() {
+        let pool = BufferPool::new();
+        let mut b = pool.acquire(4096);
+        let data: Vec<u8> = (0..20_000u32).map(|i| i as u8).collect();
+        for chunk in data.chunks(3000) {
+            b.extend_from_slice(chunk);
+        }
+        assert_eq!(&b[..], &data[..]);
+        assert_eq!(b.capacity(), 32768, "4 KiB doubled three times");
+    }
+
+    #[test]
+    fn limit_stops_growth_with_a_typed_error() {
+        let pool = BufferPool::builder().memory_limit(8192).build().unwrap();
+        let mut b = pool.acquire(4096);
+        b.resize(4096, 1);
+        assert!(b.try_reserve(4096).is_ok());
+        assert_eq!(b.capacity(), 8192);
+        b.resize(8192, 2);
+        let err = b.try_reserve(1).unwrap_err();
+        assert!(matches!(err, AcquireError::LimitExceeded { .. }), "{err}");
+        let io_err = b.write(b"x").unwrap_err();
+        assert_eq!(io_err.kind(), io::ErrorKind::OutOfMemory);
+        assert_eq!(b.len(), 8192, "unchanged");
+        assert!(b[..4096].iter().all(|&x| x == 1));
+    }
+
+    #[test]
+    #[should_panic(expected = "pooled buffer cannot grow: `memory_limit` exceeded")]
+    fn push_past_the_limit_panics_like_vec() {
+        let pool = BufferPool::builder().memory_limit(4096).build().unwrap();
+        let mut b = pool.acquire(4096);
+        b.resize(4096, 0);
+        b.push(1);
+    }
+
+    #[test]
+    #[should_panic(expected = "set_len(4097) beyond the capacity (4096)")]
+    fn set_len_checks_the_capacity() {
+        let pool = BufferPool::new();
+        let mut b = pool.acquire(1);
+        // SAFETY: not reached: `set_len` panics first.
+        unsafe { b.set_len(4097) };
+    }
+}

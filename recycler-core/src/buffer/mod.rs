@@ -1,0 +1,80 @@
+//! A pool of byte buffers in capacity buckets: the Rust answer to Jetty's
+//! `ArrayByteBufferPool`, the JDK's direct-memory limit and Panama's pooled
+//! segments.
+//!
+//! - **Buckets.** [`BufferPool::acquire`]`(n)` rounds `n` up to a multiple of
+//!   `bucket_step` (4 KiB by default) up to `max_capacity` (64 KiB): 16
+//!   buckets, each a [`Recycler`](crate::Recycler) of buffers, with its
+//!   thread-local caches, inboxes and depot. Larger requests get a buffer of
+//!   their exact size that is freed when dropped.
+//! - **[`PooledBuf`].** Dereferences to the bytes written; `Vec`-like
+//!   (`push`, `extend_from_slice`, `io::Write`, `spare_capacity_mut` and
+//!   `set_len` for reads); grows like a `Vec` when written past its
+//!   capacity, and then returns to the bucket of its new capacity.
+//!   [`OwnedPooledBuf`] is `'static`, for tasks.
+//! - **Idle-memory cap** ([`max_idle_memory`](BufferPoolBuilder::max_idle_memory)).
+//!   Counted on release; a release that would go over evicts idle buffers
+//!   of other buckets, from a random one on; only if that is not enough is
+//!   the released buffer dropped. Counted in per-thread deltas: no shared
+//!   write per operation, and a documented overshoot bound.
+//! - **Memory limit** ([`memory_limit`](BufferPoolBuilder::memory_limit)).
+//!   A hard cap on all buffer memory: reserve, else free idle buffers and
+//!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
+//!   [`BufferPool::acquire_timeout`] waits with bounded back-off.
+//! - **Alignment** ([`alignment`](BufferPoolBuilder::alignment)), e.g. 4096
+//!   for `O_DIRECT` or io_uring registered buffers.
+//! - **Scopes.** [`BufferPool::scope`] lends `&mut [u8]` slices from pooled
+//!   buffers and returns them all when it drops.
+//! - **Statistics.** [`BufferPool::stats`]: per bucket acquires, hits,
+//!   evictions and the rest, from per-thread counters; its `Display` is a
+//!   Jetty-style dump.
+//! - **`bytes`** (feature). `bytes::BufMut` for the buffers, and
+//!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy.
+//!
+//! `docs/buffers.md` in the repository explains each of these, with the
+//! reasoning and the numbers.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use recycler_core::buffer::BufferPool;
+//!
+//! let pool = Arc::new(
+//!     BufferPool::builder()
+//!         .max_idle_memory(1 << 20) // 1 MiB idle at most
+//!         .memory_limit(16 << 20) // 16 MiB in all
+//!         .build()?,
+//! );
+//!
+//! let mut input = pool.acquire(4096);
+//! input.extend_from_slice(b"request");
+//! let mut output = pool.acquire_timeout(20_000, Duration::from_millis(10))?;
+//! output.extend_from_slice(&input);
+//! let reply = pool.acquire_owned(100);
+//! std::thread::spawn(move || drop(reply)).join().unwrap(); // released elsewhere
+//! drop((input, output));
+//!
+//! let stats = pool.stats();
+//! assert_eq!(stats.buckets[0].acquires, 2);
+//! println!("{stats}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod buf;
+mod builder;
+#[cfg(feature = "bytes")]
+mod bytes;
+mod guard;
+mod limit;
+mod pool;
+mod raw;
+mod scope;
+mod stats;
+
+pub use self::builder::BufferPoolBuilder;
+pub use self::guard::{OwnedPooledBuf, PooledBuf};
+pub use self::pool::BufferPool;
+pub use self::scope::Scope;
+pub use self::stats::{BucketStats, BufferPoolStats};

@@ -1,0 +1,524 @@
+//! The buffer pool through its public API: rounding, non-pooled sizes, the
+//! idle-memory cap (eviction order, the skip of the releasing bucket, the
+//! overshoot bound), the memory limit and its back-off, alignment, scopes,
+//! growth, cross-thread releases, thread exit, and the `bytes` feature.
+
+use std::sync::{Arc, Barrier, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes};
+use recycler_core::buffer::{BufferPool, BufferPoolStats, PooledBuf};
+use recycler_core::{AcquireError, ConfigError};
+
+const KIB: usize = 1024;
+
+/// The publishing threshold of a pool's idle account, as documented.
+fn threshold(cap: usize, max_capacity: usize) -> usize {
+    (cap / 8).max(2 * max_capacity).max(1)
+}
+
+/// Every buffer allocated is in use, idle, evicted or removed, and the
+/// memory allocated is the memory in use plus the memory idle.
+fn assert_conserved(s: &BufferPoolStats, in_use_bytes: u64) {
+    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
+    let accounted: u64 = s
+        .buckets
+        .iter()
+        .chain([&s.oversize])
+        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
+        .sum();
+    assert_eq!(made, accounted, "books: {s}");
+    assert_eq!(
+        s.allocated_memory,
+        in_use_bytes + s.idle_memory,
+        "memory: {s}"
+    );
+    for b in &s.buckets {
+        assert_eq!(b.acquires, b.pooled + b.non_pooled, "{s}");
+    }
+}
+
+#[test]
+fn requests_round_up_to_their_bucket() {
+    let pool = BufferPool::new();
+    let sizes = [0, 1, 4095, 4096, 4097, 12_000, 65_535, 65_536];
+    let caps = [4096, 4096, 4096, 4096, 8192, 12_288, 65_536, 65_536];
+    for (&n, &cap) in sizes.iter().zip(&caps) {
+        let buf = pool.acquire(n);
+        assert_eq!((buf.capacity(), buf.len()), (cap, 0), "acquire({n})");
+        assert!(buf.capacity() >= n);
+    }
+    let s = pool.stats();
+    assert_eq!(s.buckets.len(), 16);
+    assert_eq!(s.buckets[0].acquires, 4);
+    assert_eq!(s.bucket(65_536).unwrap().acquires, 2);
+    assert_conserved(&s, 0);
+}
+
+#[test]
+fn above_max_capacity_is_allocated_and_freed() {
+    let pool = BufferPool::new();
+    let mut big = pool.acquire(65_537);
+    assert_eq!(big.capacity(), 65_537);
+    big.extend_from_slice(&[1; 65_537]);
+    assert_eq!(pool.stats().allocated_memory, 65_537);
+    drop(big);
+    let s = pool.stats();
+    assert_eq!(
+        (
+            s.oversize.acquires,
+            s.oversize.non_pooled,
+            s.oversize.pooled
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!((s.oversize.releases, s.oversize.removes), (1, 1));
+    assert_eq!((s.allocated_memory, s.idle_memory), (0, 0));
+    assert!(s.to_string().contains("oversize: acquires 1"), "{s}");
+}
+
+#[test]
+fn impossible_sizes_are_typed_errors() {
+    let pool = BufferPool::new();
+    let err = pool.try_acquire(usize::MAX).unwrap_err();
+    assert!(matches!(
+        err,
+        AcquireError::TooLarge {
+            requested: usize::MAX,
+            ..
+        }
+    ));
+    assert!(err.to_string().contains("cannot exist"), "{err}");
+    let aligned = BufferPool::builder().alignment(4096).build().unwrap();
+    assert!(matches!(
+        aligned.try_acquire(isize::MAX as usize),
+        Err(AcquireError::TooLarge { .. })
+    ));
+    let limited = BufferPool::builder().memory_limit(1 << 20).build().unwrap();
+    assert!(matches!(
+        limited.try_acquire(usize::MAX),
+        Err(AcquireError::TooLarge { .. })
+    ));
+    let s = pool.stats();
+    assert_eq!((s.allocated_memory, s.oversize.acquires), (0, 0));
+}
+
+#[test]
+#[should_panic(expected = "BufferPool::acquire: a buffer of")]
+fn acquire_panics_like_vec_on_impossible_sizes() {
+    let _ = BufferPool::new().acquire(usize::MAX);
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let cases: [(recycler_core::buffer::BufferPoolBuilder, &str); 6] = [
+        (BufferPool::builder().bucket_step(0), "`bucket_step` is 0"),
+        (
+            BufferPool::builder().max_capacity(1000),
+            "`max_capacity` is 1000, below `bucket_step` (4096)",
+        ),
+        (
+            BufferPool::builder().max_capacity(10_000),
+            "multiple of `bucket_step` (4096)",
+        ),
+        (
+            BufferPool::builder().alignment(48),
+            "`alignment` is 48; it must be a power of two",
+        ),
+        (BufferPool::builder().memory_limit(0), "`memory_limit` is 0"),
+        (
+            BufferPool::builder().memory_limit(100),
+            "`memory_limit` is 100, below `bucket_step`",
+        ),
+    ];
+    for (builder, message) in cases {
+        let err: ConfigError = builder.build().unwrap_err();
+        assert!(err.to_string().contains(message), "{err} vs {message}");
+        let _: &dyn std::error::Error = &err;
+    }
+}
+
+#[test]
+fn releasing_bucket_keeps_its_buffers_others_are_evicted() {
+    let cap = 64 * KIB;
+    let pool = BufferPool::builder()
+        .max_capacity(16 * KIB)
+        .max_idle_memory(cap)
+        .build()
+        .unwrap();
+    // 4 KiB of bucket 0, then 56 KiB in buckets 1..=3: 60 KiB idle.
+    let held: Vec<PooledBuf<'_>> = [4, 8, 8, 12, 12, 16]
+        .iter()
+        .map(|&k| pool.acquire(k * KIB))
+        .collect();
+    drop(held);
+    let before = pool.stats();
+    assert_eq!(before.idle_memory, 60 * KIB as u64, "{before}");
+    // Now bucket 0 is the busy one: 11 of its buffers come back, 44 KiB;
+    // the other buckets must give up at least 40 KiB.
+    let busy: Vec<PooledBuf<'_>> = (0..11).map(|_| pool.acquire(4 * KIB)).collect();
+    drop(busy);
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].idle, 11, "the releasing bucket kept all: {s}");
+    assert_eq!((s.buckets[0].evicts, s.buckets[0].removes), (0, 0), "{s}");
+    let evicted: u64 = s.buckets[1..].iter().map(|b| b.evicts).sum();
+    assert!(evicted >= 3, "others made room: {s}");
+    assert!(
+        s.idle_memory <= cap as u64,
+        "one thread: the cap holds exactly: {s}"
+    );
+    assert_eq!(s.idle_memory, s.accounted_idle_memory, "{s}");
+    assert_conserved(&s, 0);
+}
+
+#[test]
+fn released_buffer_is_dropped_only_when_nothing_else_can_go() {
+    let pool = BufferPool::builder()
+        .max_idle_memory(8 * KIB)
+        .build()
+        .unwrap();
+    let bufs: Vec<_> = (0..3).map(|_| pool.acquire(4 * KIB)).collect();
+    drop(bufs);
+    let s = pool.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[0].removes), (2, 1), "{s}");
+    assert_eq!(s.idle_memory, 8 * KIB as u64);
+}
+
+#[test]
+fn single_thread_never_exceeds_the_cap() {
+    let cap = 100 * KIB;
+    let pool = BufferPool::builder().max_idle_memory(cap).build().unwrap();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut held: Vec<PooledBuf<'_>> = Vec::new();
+    for _ in 0..3000 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        if rng % 3 == 0 || held.len() > 40 {
+            let i = (rng >> 8) as usize % held.len().max(1);
+            if i < held.len() {
+                drop(held.swap_remove(i));
+            }
+        } else {
+            held.push(pool.acquire((rng >> 16) as usize % (64 * KIB)));
+        }
+        let s = pool.stats();
+        assert!(s.idle_memory <= cap as u64, "{s}");
+    }
+    let in_use: u64 = held.iter().map(|b| b.capacity() as u64).sum();
+    assert_conserved(&pool.stats(), in_use);
+}
+
+/// With two threads releasing, the cap may be exceeded by the unpublished
+/// delta of the other thread: really, and never by more than the bound.
+#[test]
+fn two_threads_overshoot_within_the_documented_bound() {
+    let (step, max, cap) = (4 * KIB, 8 * KIB, 64 * KIB);
+    let pool = Arc::new(
+        BufferPool::builder()
+            .bucket_step(step)
+            .max_capacity(max)
+            .max_idle_memory(cap)
+            .build()
+            .unwrap(),
+    );
+    let s_bytes = threshold(cap, max);
+    assert_eq!(s_bytes, 16 * KIB);
+    let bound = (cap + (s_bytes + max)) as u64;
+    let (ready, done) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+    let other = {
+        let (pool, ready, done) = (Arc::clone(&pool), Arc::clone(&ready), Arc::clone(&done));
+        thread::spawn(move || {
+            // 12 KiB, below the threshold: counted in this thread's delta only.
+            let bufs: Vec<_> = (0..3).map(|_| pool.acquire(step)).collect();
+            drop(bufs);
+            ready.wait();
+            done.wait();
+        })
+    };
+    ready.wait();
+    let bufs: Vec<_> = (0..20).map(|_| pool.acquire(step)).collect();
+    drop(bufs);
+    let s = pool.stats();
+    assert_eq!(
+        s.idle_memory,
+        76 * KIB as u64,
+        "this thread filled the cap; plus 12 KiB: {s}"
+    );
+    assert!(s.idle_memory > cap as u64 && s.idle_memory <= bound, "{s}");
+    done.wait();
+    other.join().unwrap();
+    // The other thread's delta was published at its exit: now a release
+    // sees the whole total, and is not admitted (no other bucket to evict).
+    drop(pool.acquire(step));
+    let s = pool.stats();
+    assert_eq!(s.idle_memory, 72 * KIB as u64, "{s}");
+    assert_eq!(s.accounted_idle_memory, s.idle_memory, "{s}");
+}
+
+#[test]
+fn limit_trims_idle_memory_then_fails_with_the_numbers() {
+    let pool = BufferPool::builder()
+        .memory_limit(32 * KIB)
+        .build()
+        .unwrap();
+    drop(pool.acquire(16 * KIB)); // idle, in this thread's cache
+    let a = pool.acquire(16 * KIB); // reuses it
+    let b = pool.acquire(16 * KIB); // allocates: 32 KiB, the limit
+    let err = pool.try_acquire(1).unwrap_err();
+    assert_eq!(
+        err,
+        AcquireError::LimitExceeded {
+            requested: 4096,
+            allocated: 32 * KIB as u64,
+            limit: 32 * KIB as u64
+        }
+    );
+    drop(a);
+    // The idle 16 KiB buffer is freed to make room for a 4 KiB one.
+    let c = pool.try_acquire(1).expect("reclaimed idle memory");
+    let s = pool.stats();
+    assert_eq!(s.allocated_memory, 20 * KIB as u64, "{s}");
+    assert_eq!(s.bucket(16 * KIB).unwrap().evicts, 1, "{s}");
+    assert!(s.allocated_memory <= 32 * KIB as u64);
+    drop((b, c));
+    // Larger than the limit itself: fails at once, even with a timeout.
+    let start = Instant::now();
+    let err = pool
+        .acquire_timeout(64 * KIB, Duration::from_secs(5))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            AcquireError::LimitExceeded {
+                requested: 65_536,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn acquire_timeout_waits_for_another_thread_to_release() {
+    let pool = Arc::new(BufferPool::builder().memory_limit(8 * KIB).build().unwrap());
+    let held = pool.acquire_owned(8 * KIB);
+    let (tx, rx) = mpsc::channel();
+    let releaser = thread::spawn(move || {
+        let _ = rx.recv();
+        thread::sleep(Duration::from_millis(30));
+        drop(held); // released on this thread: freed, since a waiter is short
+    });
+    tx.send(()).unwrap();
+    let start = Instant::now();
+    let buf = pool
+        .acquire_timeout(8 * KIB, Duration::from_secs(10))
+        .expect("the other thread releases within the timeout");
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(20), "{waited:?}");
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert_eq!(buf.capacity(), 8 * KIB);
+    releaser.join().unwrap();
+    assert!(pool.stats().allocated_memory <= 8 * KIB as u64);
+}
+
+#[test]
+fn acquire_timeout_gives_up_after_the_timeout() {
+    let pool = BufferPool::builder().memory_limit(4 * KIB).build().unwrap();
+    let _held = pool.acquire(1);
+    let start = Instant::now();
+    let err = pool
+        .acquire_timeout(1, Duration::from_millis(50))
+        .unwrap_err();
+    let waited = start.elapsed();
+    assert!(matches!(err, AcquireError::LimitExceeded { .. }), "{err}");
+    assert!(waited >= Duration::from_millis(50), "{waited:?}");
+    assert!(
+        waited < Duration::from_millis(1000),
+        "bounded back-off: {waited:?}"
+    );
+}
+
+#[test]
+fn buffers_are_aligned() {
+    for align in [1, 16, 512, 4096, 2 << 20] {
+        let pool = BufferPool::builder().alignment(align).build().unwrap();
+        let mut bufs = Vec::new();
+        for n in [0, 1, 100, 4096, 30_000, 65_536, 100_000] {
+            let buf = pool.acquire(n);
+            assert_eq!(buf.as_ptr() as usize % align, 0, "align {align}, n {n}");
+            bufs.push(buf);
+        }
+        let scope = pool.scope();
+        assert_eq!(scope.alloc(10).as_ptr() as usize % align, 0);
+    }
+}
+
+#[test]
+fn scope_returns_every_buffer() {
+    let pool = BufferPool::builder()
+        .bucket_step(KIB)
+        .max_capacity(16 * KIB)
+        .build()
+        .unwrap();
+    {
+        let scope = pool.scope();
+        let slices: Vec<&mut [u8]> = (1..=20).map(|k| scope.alloc(k * 100)).collect();
+        let total: usize = slices.iter().map(|s| s.len()).sum();
+        assert_eq!(total, 100 * 210);
+        let in_use: u64 = pool.stats().buckets.iter().map(|b| b.in_use).sum();
+        assert_eq!(in_use, 20);
+    }
+    let s = pool.stats();
+    assert_eq!(s.buckets.iter().map(|b| b.in_use).sum::<u64>(), 0, "{s}");
+    assert_eq!(s.buckets.iter().map(|b| b.idle).sum::<u64>(), 20, "{s}");
+    assert_conserved(&s, 0);
+}
+
+#[test]
+fn grow_then_release_goes_to_the_new_bucket() {
+    let pool = BufferPool::new();
+    let mut buf = pool.acquire(4 * KIB);
+    let data: Vec<u8> = (0..10_000).map(|i| (i % 251) as u8).collect();
+    buf.extend_from_slice(&data);
+    assert_eq!(
+        buf.capacity(),
+        12 * KIB,
+        "like a Vec: max(twice 4 KiB, 10 000), rounded up to a bucket"
+    );
+    assert_eq!(&buf[..], &data[..]);
+    drop(buf);
+    let s = pool.stats();
+    assert_eq!(s.bucket(4 * KIB).unwrap().idle, 0, "{s}");
+    assert_eq!(s.bucket(12 * KIB).unwrap().idle, 1, "{s}");
+    assert_conserved(&s, 0);
+    // Growing past max_capacity: freed when released.
+    let mut big = pool.acquire(60 * KIB);
+    big.resize(70 * KIB, 0);
+    drop(big);
+    let s = pool.stats();
+    assert_eq!(s.bucket(60 * KIB).unwrap().removes, 1, "{s}");
+    assert_conserved(&s, 0);
+}
+
+#[test]
+fn released_on_another_thread_comes_home() {
+    let pool = BufferPool::new();
+    let pool = Arc::new(pool);
+    let mut bufs: Vec<_> = (0..40).map(|_| pool.acquire_owned(100)).collect();
+    for (i, b) in bufs.iter_mut().enumerate() {
+        b.push(i as u8);
+    }
+    // Joined (not scoped): the thread's exit sends its last partial batch.
+    thread::spawn(move || drop(bufs)).join().unwrap();
+    // Gathered in batches and sent home; the misses here drain them.
+    let again: Vec<PooledBuf<'_>> = (0..40).map(|_| pool.acquire(100)).collect();
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].non_pooled, 40, "every one reused: {s}");
+    assert!(again.iter().all(|b| b.is_empty()));
+    drop(again);
+    assert_conserved(&pool.stats(), 0);
+}
+
+#[test]
+fn buffers_of_an_exited_thread_are_reachable() {
+    let pool = Arc::new(BufferPool::new());
+    let p = Arc::clone(&pool);
+    thread::spawn(move || {
+        let bufs: Vec<_> = (0..10).map(|_| p.acquire(100)).collect();
+        drop(bufs); // into this thread's cache, flushed to the depot at exit
+    })
+    .join()
+    .unwrap();
+    let bufs: Vec<_> = (0..10).map(|_| pool.acquire(100)).collect();
+    assert_eq!(pool.stats().buckets[0].pooled, 10);
+    drop(bufs);
+}
+
+#[test]
+fn a_panic_while_holding_a_buffer_returns_it() {
+    let pool = BufferPool::new();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut buf = pool.acquire(10);
+        buf.extend_from_slice(b"half-written");
+        panic!("user code fails");
+    }));
+    assert!(result.is_err());
+    let s = pool.stats();
+    assert_eq!((s.buckets[0].in_use, s.buckets[0].idle), (0, 1), "{s}");
+    assert!(pool.acquire(10).is_empty());
+}
+
+#[test]
+fn debug_never_shows_contents() {
+    let pool = BufferPool::new();
+    let mut buf = pool.acquire(10);
+    buf.extend_from_slice(b"secret");
+    let text = format!("{buf:?} {pool:?}");
+    assert!(!text.contains("secret") && !text.contains("115"), "{text}");
+    assert!(text.contains("len: 6"), "{text}");
+}
+
+#[test]
+fn stats_dump_reads_like_jettys() {
+    let pool = BufferPool::builder()
+        .max_idle_memory(1 << 20)
+        .build()
+        .unwrap();
+    for _ in 0..999 {
+        drop(pool.acquire(4096));
+    }
+    drop(pool.acquire(40_000));
+    let text = pool.stats().to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "header and two used buckets:\n{text}");
+    assert!(lines[0].contains("idle 44 KiB (max 1 MiB)"), "{text}");
+    assert!(
+        lines[1].contains("4 KiB: acquires 999, pooled 998 (99.900%)"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("40 KiB: acquires 1, pooled 0 (0.000%)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bytes_buf_mut_fills_a_pooled_buffer() {
+    let pool = BufferPool::new();
+    let mut buf = pool.acquire(8);
+    // What tokio's `read_buf` does: write into `chunk_mut`, then advance.
+    let src = b"bytes from a reader";
+    let chunk = buf.chunk_mut();
+    assert!(chunk.len() >= src.len());
+    chunk[..src.len()].copy_from_slice(src);
+    // SAFETY: `src.len()` bytes of the chunk were just written.
+    unsafe { buf.advance_mut(src.len()) };
+    buf.put_u16(0x0A0B);
+    assert_eq!(&buf[..src.len()], src);
+    assert_eq!(&buf[src.len()..], [0x0A, 0x0B]);
+}
+
+#[test]
+fn bytes_last_clone_returns_the_memory() {
+    let pool = Arc::new(BufferPool::new());
+    let mut buf = pool.acquire_owned(1000);
+    buf.extend_from_slice(b"shared without a copy");
+    let ptr = buf.as_ptr();
+    let bytes: Bytes = buf.into_bytes();
+    let parts: Vec<Bytes> = (0..4).map(|i| bytes.slice(i..i + 5)).collect();
+    drop(bytes);
+    let handle = {
+        let last = parts[3].clone();
+        thread::spawn(move || last.len())
+    };
+    assert_eq!(handle.join().unwrap(), 5);
+    assert_eq!(pool.stats().buckets[0].in_use, 1, "clones still hold it");
+    drop(parts);
+    let s = pool.stats();
+    assert_eq!((s.buckets[0].in_use, s.buckets[0].idle), (0, 1), "{s}");
+    let again = pool.acquire(1);
+    assert_eq!(again.as_ptr(), ptr, "the same memory, reused");
+}

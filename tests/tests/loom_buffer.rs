@@ -1,0 +1,142 @@
+//! Loom models of the idle-memory accounting, run against the real code
+//! (built with `RUSTFLAGS="--cfg loom"`; see `tests/tests/loom.rs` and
+//! `.ci/loom.sh`).
+//!
+//! Each model races a release that must evict against another release or a
+//! thread exit, then audits, once every thread has exited: the bytes the
+//! accounting counts are exactly the bytes of the idle buffers; idle memory
+//! is within its documented bound; the memory allocated is the memory idle
+//! (nothing in use); every buffer made is idle, evicted or removed; and
+//! every idle buffer is reachable (trimming frees all of it).
+
+#![cfg(loom)]
+
+use std::sync::Arc;
+
+use loom::thread;
+use recycler_core::Recycler;
+use recycler_core::buffer::BufferPool;
+
+/// Two buckets of 16 and 32 bytes, idle memory capped at `cap`; one idle
+/// buffer per thread and per bucket, moved one at a time.
+fn tiny_pool(cap: usize) -> Arc<BufferPool> {
+    let pool = BufferPool::builder()
+        .bucket_step(16)
+        .max_capacity(32)
+        .max_idle_memory(cap)
+        .max_idle_per_thread(1)
+        .build()
+        .unwrap();
+    Arc::new(pool)
+}
+
+/// Spawns a loom thread that runs `f`, then exits through the real exit
+/// hooks (loom's `join` returns before thread-locals are destroyed).
+fn spawn(f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        f();
+        recycler_core::__loom_thread_exit();
+    })
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+/// The audit every pool model ends with, on the last thread standing.
+/// `threads` is the number of threads that released.
+fn audit(pool: &BufferPool, cap: u64, threads: u64) {
+    let s = pool.stats();
+    assert_eq!(
+        s.idle_memory, s.accounted_idle_memory,
+        "counted exactly: {s}"
+    );
+    let bound = cap + (threads - 1) * ((cap / 8).max(2 * 32) + 32);
+    assert!(s.idle_memory <= bound, "{s}");
+    assert_eq!(s.allocated_memory, s.idle_memory, "nothing in use: {s}");
+    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum();
+    let gone: u64 = s
+        .buckets
+        .iter()
+        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
+        .sum();
+    assert_eq!(made, gone, "{s}");
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!(s.allocated_memory, 0, "every idle buffer reachable: {s}");
+    assert_eq!(s.accounted_idle_memory, 0, "{s}");
+}
+
+/// A release over the cap evicts a buffer of the other bucket while that
+/// buffer is on its way home from another thread, which then exits
+/// (publishing its delta).
+#[test]
+fn release_over_the_cap_races_eviction_of_a_buffer_in_flight() {
+    model(|| {
+        let pool = tiny_pool(32);
+        let small = pool.acquire_owned(16);
+        let large = pool.acquire_owned(32);
+        let t1 = spawn(move || drop(large)); // sent home to this thread's inbox
+        let t2 = spawn(move || drop(small)); // may have to evict `large`
+        t1.join().unwrap();
+        t2.join().unwrap();
+        audit(&pool, 32, 2);
+    });
+}
+
+/// Two threads release into different buckets at once, where only one
+/// buffer fits under the cap; each must see the other's bytes once they are
+/// published, or bound the overshoot if not.
+#[test]
+fn two_releases_into_different_buckets_over_the_cap() {
+    model(|| {
+        let pool = tiny_pool(32);
+        let (p1, p2) = (Arc::clone(&pool), Arc::clone(&pool));
+        let t1 = spawn(move || drop(p1.acquire(16)));
+        let t2 = spawn(move || drop(p2.acquire(32)));
+        t1.join().unwrap();
+        t2.join().unwrap();
+        audit(&pool, 32, 2);
+        let s = pool.stats();
+        assert_eq!(s.buckets[0].non_pooled + s.buckets[1].non_pooled, 2, "{s}");
+    });
+}
+
+/// `max_idle_bytes` on a plain recycler: two threads release objects of one
+/// home at once, under a cap that fits one; at the end the count is exact.
+#[test]
+fn recycler_idle_bytes_under_two_foreign_releases() {
+    model(|| {
+        let pool = Arc::new(
+            Recycler::builder_with_factory(|| Vec::<u8>::with_capacity(10))
+                .max_capacity_per_thread(4)
+                .batch_size(1)
+                .depot_capacity(8)
+                .max_idle_bytes(10)
+                .build()
+                .unwrap(),
+        );
+        let a = pool.get_owned();
+        let b = pool.get_owned();
+        let ta = spawn(move || drop(a));
+        let tb = spawn(move || drop(b));
+        ta.join().unwrap();
+        tb.join().unwrap();
+        let s = pool.stats();
+        assert_eq!(s.in_use, 0, "{s}");
+        assert_eq!(s.created, s.idle + s.dropped, "{s}");
+        // Two releasing threads: at most one unpublished delta over the cap.
+        assert!(s.idle_bytes <= 10 + (10 / 8).max(1) + 10, "{s}");
+        let mut reachable = Vec::new();
+        while let Some(v) = pool.try_get() {
+            reachable.push(v);
+        }
+        let bytes: usize = reachable.iter().map(|v| v.capacity()).sum();
+        assert_eq!(reachable.len() as u64, s.idle, "{s}");
+        assert_eq!(bytes as u64, s.idle_bytes, "counted exactly: {s}");
+    });
+}
