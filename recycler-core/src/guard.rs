@@ -2,9 +2,10 @@
 //! an `Arc`. Both return their object to the pool when dropped.
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 use crate::local::Home;
 use crate::loom::Arc;
@@ -21,8 +22,9 @@ use crate::recycler::{Inner, Recycler};
 /// thread panics drops its object without calling `reset`.
 ///
 /// The guard borrows the recycler, so the recycler cannot drop first; use
-/// [`OwnedPooled`] for a guard that must be `'static`. It is three words
-/// large, and `Send` when `T` is.
+/// [`OwnedPooled`] for a guard that must be `'static`. It is two words large
+/// (the object and its home; the recycler is found through the home), so it
+/// moves like a pair of pointers, and it is `Send` when `T` is.
 ///
 /// # Examples
 ///
@@ -36,28 +38,62 @@ use crate::recycler::{Inner, Recycler};
 /// assert_eq!(format!("{s:?}"), "\"hi\"");
 /// ```
 pub struct Pooled<'a, T: Recyclable> {
-    inner: &'a Inner<T>,
-    obj: ManuallyDrop<Box<T>>,
+    /// The object, owned by the guard: a `Box<T>` taken apart.
+    obj: NonNull<T>,
+    /// The cache the object returns to; never empty (a recycler homes the
+    /// objects of a thread without a cache at its orphan cache), so it leads
+    /// to the recycler.
     home: Home<T>,
+    /// Borrows the recycler; owns a `T`.
+    _marker: PhantomData<(&'a Inner<T>, T)>,
 }
 
 // SAFETY: the guard owns its `T` (sent along with it, hence `T: Send`); the
-// `&Inner<T>` is shared state that is `Sync` (all cross-thread parts are
-// atomics, locks and channels); `home` is an address the release path uses
-// from any thread (it compares the owner before touching the cache).
+// recycler it borrows is shared state that is `Sync` (all cross-thread parts
+// are atomics, locks and channels); `home` is an address the release path
+// uses from any thread (it compares the owner before touching the cache).
 unsafe impl<T: Recyclable + Send> Send for Pooled<'_, T> {}
 // SAFETY: through `&Pooled` only `&T` is reachable, which is `Sync` for
 // `T: Sync`; release needs `&mut` (drop), so it cannot run concurrently.
 unsafe impl<T: Recyclable + Sync> Sync for Pooled<'_, T> {}
 
 impl<'a, T: Recyclable> Pooled<'a, T> {
+    /// A guard for `obj`, handed out by the recycler that `home` belongs to.
+    ///
+    /// # Safety
+    ///
+    /// `home` is a cache (not empty) of a recycler that is borrowed for `'a`.
     #[inline(always)]
-    pub(crate) fn new(inner: &'a Inner<T>, obj: Box<T>, home: Home<T>) -> Self {
+    pub(crate) unsafe fn new(obj: Box<T>, home: Home<T>) -> Self {
         Self {
-            inner,
-            obj: ManuallyDrop::new(obj),
+            obj: NonNull::from(Box::leak(obj)),
             home,
+            _marker: PhantomData,
         }
+    }
+
+    /// The recycler the object belongs to.
+    #[inline(always)]
+    fn recycler(&self) -> &'a Inner<T> {
+        // SAFETY: `home` is a cache of a recycler borrowed for `'a` (the
+        // contract of `new`), which owns the cache.
+        let home = unsafe { self.home.local() };
+        // SAFETY: `home` is never empty (the contract of `new`).
+        let home = unsafe { home.unwrap_unchecked() };
+        // SAFETY: the recycler is borrowed for `'a`.
+        unsafe { home.recycler() }
+    }
+
+    /// Takes the object back as the `Box` it came in.
+    ///
+    /// # Safety
+    ///
+    /// Once per guard: from `drop` or from `into_inner`, which forgets it.
+    #[inline(always)]
+    unsafe fn take_box(&mut self) -> Box<T> {
+        // SAFETY: `obj` came from `Box::leak` in `new` and, by the caller's
+        // guarantee, is turned back into a box only once.
+        unsafe { Box::from_raw(self.obj.as_ptr()) }
     }
 
     /// Takes the object out of the pool for good: it is not reset and will
@@ -80,10 +116,10 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
     /// ```
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
-        this.inner.count_detached(this.home);
+        this.recycler().count_detached(this.home);
         // SAFETY: `this` is never dropped (`ManuallyDrop`), so the object is
         // taken exactly once, here.
-        *unsafe { ManuallyDrop::take(&mut this.obj) }
+        *unsafe { this.take_box() }
     }
 }
 
@@ -91,10 +127,11 @@ impl<T: Recyclable> Drop for Pooled<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
         let reset = Inner::resets(self.home);
+        let recycler = self.recycler();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
-        let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
-        self.inner.release(obj, self.home, reset);
+        let obj = unsafe { self.take_box() };
+        recycler.release(obj, self.home, reset);
     }
 }
 
@@ -103,14 +140,16 @@ impl<T: Recyclable> Deref for Pooled<'_, T> {
 
     #[inline(always)]
     fn deref(&self) -> &T {
-        &self.obj
+        // SAFETY: the guard owns the object (a leaked box) until it drops.
+        unsafe { self.obj.as_ref() }
     }
 }
 
 impl<T: Recyclable> DerefMut for Pooled<'_, T> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut T {
-        &mut self.obj
+        // SAFETY: the guard owns the object uniquely until it drops.
+        unsafe { self.obj.as_mut() }
     }
 }
 
@@ -259,6 +298,6 @@ mod tests {
     assert_not_impl_any!(Pooled<'static, Cell<u8>>: Sync);
     assert_not_impl_any!(Pooled<'static, Local>: Send, Sync);
     assert_not_impl_any!(OwnedPooled<Local>: Send, Sync);
-    const_assert!(size_of::<Pooled<'static, [u64; 8]>>() <= 3 * size_of::<usize>());
+    const_assert!(size_of::<Pooled<'static, [u64; 8]>>() <= 2 * size_of::<usize>());
     const_assert!(size_of::<OwnedPooled<[u64; 8]>>() <= 3 * size_of::<usize>());
 }

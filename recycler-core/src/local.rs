@@ -18,6 +18,7 @@ use std::ptr::{self, NonNull};
 
 use crate::inbox::{Batch, Inbox};
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
+use crate::recycler::Inner;
 use crate::registry::{NOBODY, Token};
 use crate::stats::Counters;
 
@@ -37,6 +38,10 @@ pub(crate) struct Local<T> {
     pub(crate) counters: Counters,
     /// Objects released on other threads, on their way here.
     pub(crate) inbox: Inbox<T>,
+    /// The recycler this cache belongs to: a guard keeps only its object and
+    /// its home, and finds the recycler through the home. Null for a cache
+    /// made outside a recycler (none is).
+    recycler: *const Inner<T>,
 }
 
 /// The part of a [`Local`] that only its owner touches.
@@ -65,7 +70,8 @@ pub(crate) struct Pending<T> {
 // crate hands a dead thread's slot to the next thread, and when the recycler
 // drops. The `NonNull`s in `pending` point to other caches of the same
 // recycler, which drop together with it, and they are dereferenced only for
-// the thread-safe parts (`owner`, `inbox`).
+// the thread-safe parts (`owner`, `inbox`). `recycler` points to the shared
+// state that owns this cache, which is `Sync`.
 unsafe impl<T> Send for Local<T> {}
 // SAFETY: shared access from other threads touches only the atomics
 // (`owner`, `counters`) and the inbox, which moves `Box<T>`s between threads
@@ -75,7 +81,8 @@ unsafe impl<T> Send for Local<T> {}
 unsafe impl<T> Sync for Local<T> {}
 
 impl<T> Local<T> {
-    pub(crate) fn new(inbox_capacity: usize) -> Self
+    /// A cache of the recycler at `recycler`, owned by nobody yet.
+    pub(crate) fn new(inbox_capacity: usize, recycler: *const Inner<T>) -> Self
     where
         T: Send,
     {
@@ -88,7 +95,21 @@ impl<T> Local<T> {
             }),
             counters: Counters::default(),
             inbox: Inbox::new(inbox_capacity),
+            recycler,
         }
+    }
+
+    /// The recycler this cache belongs to.
+    ///
+    /// # Safety
+    ///
+    /// That recycler is alive for `'a` (it owns this cache, so it is alive
+    /// whenever the cache is).
+    #[inline(always)]
+    pub(crate) unsafe fn recycler<'a>(&self) -> &'a Inner<T> {
+        // SAFETY: `recycler` was set by the recycler that made this cache,
+        // to its own shared state, which the caller guarantees is alive.
+        unsafe { &*self.recycler }
     }
 
     /// Whether the thread with `token` owns this cache.

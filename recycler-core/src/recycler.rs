@@ -121,7 +121,13 @@ pub(crate) struct Inner<T> {
     exit_hook: Weak<dyn ExitFlush>,
     /// `Local::new`, captured where `T: Send` is known, so that the release
     /// path (bounded by `T: Recyclable` only) can make caches too.
-    new_local: fn(usize) -> Local<T>,
+    new_local: fn(usize, *const Inner<T>) -> Local<T>,
+    /// The home of the objects a thread gets while it owns no cache (while
+    /// it exits): a cache no thread ever owns, so releases to it take the
+    /// foreign path and end in the depot. With it, every object this
+    /// recycler hands out has a home, through which its guard finds the
+    /// recycler.
+    orphan: Local<T>,
 }
 
 impl<T: Recyclable + Send + 'static> Recycler<T> {
@@ -219,6 +225,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
             shared: Counters::default(),
             exit_hook: this.clone(),
             new_local: Local::new,
+            orphan: Local::new(config.max_capacity_per_thread, this.as_ptr()),
         });
         Self { inner }
     }
@@ -249,7 +256,9 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
             Some(hit) => hit,
             None => self.inner.get_slow(),
         };
-        Pooled::new(&self.inner, obj, home)
+        // SAFETY: every home this recycler hands out is one of its caches
+        // (possibly the orphan), and the guard borrows the recycler.
+        unsafe { Pooled::new(obj, home) }
     }
 
     /// Takes an object from the pool, if it has one; never calls the factory.
@@ -273,7 +282,8 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
             Some(hit) => hit,
             None => self.inner.take_pooled()?,
         };
-        Some(Pooled::new(&self.inner, obj, home))
+        // SAFETY: as in `get`.
+        Some(unsafe { Pooled::new(obj, home) })
     }
 
     /// Like [`get`](Self::get), for a recycler in an `Arc`: the guard holds a
@@ -457,7 +467,7 @@ impl<T: Recyclable> Inner<T> {
     /// this recycler counts idle bytes.
     #[inline]
     pub(crate) fn home(&self, local: Option<&Local<T>>, discard: bool) -> Home<T> {
-        let home = Home::new(local, discard);
+        let home = Home::new(Some(local.unwrap_or(&self.orphan)), discard);
         if self.idle.is_some() {
             home.accounted()
         } else {
@@ -532,7 +542,7 @@ impl<T: Recyclable> Inner<T> {
         }
         let local = self
             .slots
-            .get_or(|| (self.new_local)(self.config.max_capacity_per_thread));
+            .get_or(|| (self.new_local)(self.config.max_capacity_per_thread, ptr::from_ref(self)));
         if !local.is_owned_by(token) {
             // SAFETY: `local` is a cache of this recycler, which keeps it (at
             // a fixed address) for as long as the recycler lives.
@@ -881,7 +891,7 @@ impl<T: Recyclable> Inner<T> {
             freed.push(own);
         }
         let mut n = 0;
-        for local in self.slots.iter() {
+        for local in self.slots.iter().chain([&self.orphan]) {
             while let Some(batch) = local.inbox.recv() {
                 n += batch.len();
                 self.forget(&batch);
