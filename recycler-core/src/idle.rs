@@ -109,10 +109,16 @@ pub(crate) struct IdleAccount {
     evictor: Option<Weak<dyn Evict>>,
 }
 
-/// Clamps a byte count into the account's `i64` arithmetic.
+/// The largest byte count the account tells apart (64 PiB): caps and object
+/// sizes above it count as this much. It keeps every sum the account forms
+/// (a few of these, times a few threads) far from `i64` overflow, so the
+/// owner paths can use plain wrapping arithmetic.
+const MAX_BYTES: u64 = 1 << 56;
+
+/// Clamps a byte count into the account's arithmetic.
 #[inline(always)]
 fn signed(bytes: u64) -> i64 {
-    i64::try_from(bytes).unwrap_or(i64::MAX)
+    bytes.min(MAX_BYTES) as i64
 }
 
 impl IdleAccount {
@@ -144,11 +150,11 @@ impl IdleAccount {
         self.cells.get_or(DeltaCell::new)
     }
 
-    /// Adds `bytes` to `cell`, publishing it if it reaches the threshold.
+    /// Adds `delta` to `cell`, publishing it if it reaches the threshold.
     #[inline(always)]
     fn add(&self, cell: &DeltaCell, delta: i64) {
-        let d = cell.get().saturating_add(delta);
-        if d >= self.threshold || d <= -self.threshold {
+        let d = cell.get().wrapping_add(delta);
+        if d.unsigned_abs() >= self.threshold as u64 {
             cell.set(0);
             self.publish(d);
         } else {
@@ -164,8 +170,8 @@ impl IdleAccount {
         let bytes = signed(bytes);
         let seen = self
             .published()
-            .saturating_add(cell.get())
-            .saturating_add(bytes);
+            .wrapping_add(cell.get())
+            .wrapping_add(bytes);
         if seen > self.cap {
             return false;
         }
@@ -205,7 +211,7 @@ impl IdleAccount {
             self.publish(own)
         };
         let bytes = signed(bytes);
-        let excess = seen.saturating_add(bytes).saturating_sub(self.cap);
+        let excess = seen.wrapping_add(bytes).wrapping_sub(self.cap);
         if excess > 0 {
             let freed = match self.evictor.as_ref().and_then(Weak::upgrade) {
                 Some(evictor) => evictor.evict_others(excess as u64, member),

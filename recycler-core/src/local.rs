@@ -54,6 +54,10 @@ pub(crate) struct Cache<T> {
     pub(crate) pending: Vec<Pending<T>>,
     /// Counts freshly made objects, for `ratio`.
     pub(crate) fresh: usize,
+    /// An opaque word the buffer pool keeps with each of its caches (the
+    /// owner's idle-memory delta), so that its owner paths need no other
+    /// lookup; null for a plain recycler.
+    pub(crate) aux: *const (),
 }
 
 /// Released objects gathered for one home.
@@ -92,6 +96,7 @@ impl<T> Local<T> {
                 batch: VecDeque::new(),
                 pending: Vec::new(),
                 fresh: 0,
+                aux: ptr::null(),
             }),
             counters: Counters::default(),
             inbox: Inbox::new(inbox_capacity),

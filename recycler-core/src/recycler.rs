@@ -913,52 +913,56 @@ impl<T: Recyclable> Inner<T> {
 /// index of its own (one per pool, covering all its buckets) and counts idle
 /// bytes itself on its inlined owner paths.
 impl<T: Recyclable> Inner<T> {
-    /// Pops an idle object from `local`, counting a hit if `count`.
+    /// Pops an idle object from `local`, counting a hit if `count`; returns
+    /// it with the cache's `aux` word.
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, a cache of this recycler.
+    /// The calling thread owns `local`, a cache of a recycler of `T`.
     #[inline(always)]
-    pub(crate) unsafe fn pop_local(&self, local: &Local<T>, count: bool) -> Option<Box<T>> {
+    pub(crate) unsafe fn pop_local(local: &Local<T>, count: bool) -> Option<(Box<T>, *const ())> {
         // SAFETY: the caller owns `local`; the closure runs no user code.
-        let obj = unsafe {
+        let (obj, aux) = unsafe {
             local.with_cache(|c| {
-                if c.pending.is_empty() {
+                let obj = if c.pending.is_empty() {
                     c.batch.pop_back()
                 } else {
                     None
-                }
+                };
+                (obj, c.aux)
             })
-        }?;
+        };
+        let obj = obj?;
         if count {
             Counters::add_owned(&local.counters.hits, 1);
         }
-        Some(obj)
+        Some((obj, aux))
     }
 
-    /// Pushes `obj`, already reset, onto `local` if the cache has room and
-    /// `admit` (the idle-memory check, run only then) agrees; counts the
+    /// Pushes `obj`, already reset, onto `local` if it holds fewer than
+    /// `max` objects, its allocation has room, and `admit` (the idle-memory
+    /// check, given the cache's `aux` word, run only then) agrees; counts the
     /// release if `count`. Otherwise hands `obj` back, for
     /// [`release_slow`](Self::release_slow).
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, a cache of this recycler, and
-    /// `admit` does not touch the cache.
+    /// The calling thread owns `local`, a cache of a recycler of `T` whose
+    /// `max_capacity_per_thread` is `max`, and `admit` does not touch the
+    /// cache.
     #[inline(always)]
     pub(crate) unsafe fn push_local(
-        &self,
         local: &Local<T>,
         obj: Box<T>,
+        max: usize,
         count: bool,
-        admit: impl FnOnce() -> bool,
+        admit: impl FnOnce(*const ()) -> bool,
     ) -> Result<(), Box<T>> {
-        let max = self.config.max_capacity_per_thread;
         // SAFETY: the caller owns `local`; the closure runs no user code
         // (`admit` is the pool's accounting).
         let rest = unsafe {
             local.with_cache(|c| {
-                if c.batch.len() < max && c.batch.len() < c.batch.capacity() && admit() {
+                if c.batch.len() < max && c.batch.len() < c.batch.capacity() && admit(c.aux) {
                     c.batch.push_back(obj);
                     None
                 } else {
@@ -975,6 +979,16 @@ impl<T: Recyclable> Inner<T> {
             }
             Some(obj) => Err(obj),
         }
+    }
+
+    /// Sets `local`'s `aux` word.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`.
+    pub(crate) unsafe fn set_aux(local: &Local<T>, aux: *const ()) {
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        unsafe { local.with_cache(|c| c.aux = aux) };
     }
 
     /// Frees idle objects worth at least `want` bytes if it can: from `own`

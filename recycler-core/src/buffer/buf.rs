@@ -25,7 +25,8 @@ pub(crate) struct Buf {
     /// Bytes written; reset to 0.
     len: usize,
     /// Bytes known to be initialized from the start, kept across reuse so
-    /// that a scope need not zero memory that was written before.
+    /// that a scope need not zero the same memory twice. Only scopes raise
+    /// it (the owner path does not pay for it); it never shrinks.
     #[recycle(skip)]
     init: usize,
     /// Where the capacity is charged; credited back when the buffer drops.
@@ -115,7 +116,6 @@ impl Buf {
     #[inline]
     pub(crate) fn truncate(&mut self, len: usize) {
         if len < self.len {
-            self.note_init();
             self.len = len;
         }
     }
@@ -150,7 +150,7 @@ impl Buf {
     /// contents are whatever the buffer held before.
     pub(crate) fn init_to(&mut self, len: usize) {
         debug_assert!(len <= self.capacity());
-        self.note_init();
+        self.init = self.init.max(self.len);
         if self.init < len {
             let from = self.init;
             // SAFETY: `from..len` is inside the allocation (`len <= cap`).
@@ -160,19 +160,14 @@ impl Buf {
         self.len = len;
     }
 
-    /// Remembers that the written part is initialized, before the length
-    /// shrinks.
+    /// Prepares the buffer for its next user: the derived
+    /// [`Recyclable::reset`](crate::Recyclable::reset), which sets the
+    /// length to 0 and keeps the allocation. The pool calls it when it hands
+    /// a pooled buffer out rather than when it takes one back, so that its
+    /// release path never touches the buffer's header right after the user
+    /// wrote the buffer (a store-heavy `memset` makes those loads slow).
     #[inline(always)]
-    fn note_init(&mut self) {
-        self.init = self.init.max(self.len);
-    }
-
-    /// Prepares the buffer for the pool: remembers what is initialized, then
-    /// resets it (the derived [`Recyclable::reset`](crate::Recyclable::reset):
-    /// the length becomes 0, the allocation stays).
-    #[inline(always)]
-    pub(crate) fn retire(&mut self) {
-        self.note_init();
+    pub(crate) fn reset(&mut self) {
         crate::Recyclable::reset(self);
     }
 
@@ -216,18 +211,19 @@ mod tests {
         b.append_within_capacity(b"hello");
         let ptr = b.as_ptr();
         assert_eq!(b.retained_bytes(), 64, "derived: the allocation's capacity");
-        b.retire();
+        b.reset();
         assert_eq!((b.len(), b.capacity(), b.as_ptr()), (0, 64, ptr));
-        assert_eq!(b.init, 5, "what was written stays known as initialized");
     }
 
     #[test]
     fn init_to_zeroes_only_fresh_bytes() {
         let mut b = buf(16);
-        b.append_within_capacity(b"abcd");
-        b.retire();
+        b.init_to(4);
+        assert_eq!(b.as_slice(), b"\0\0\0\0");
+        b.as_mut_slice().copy_from_slice(b"abcd");
+        b.reset();
         b.init_to(8);
-        assert_eq!(b.as_slice(), b"abcd\0\0\0\0");
+        assert_eq!(b.as_slice(), b"abcd\0\0\0\0", "kept what was initialized");
         assert_eq!(b.init, 8);
     }
 

@@ -9,7 +9,7 @@ use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 
 use super::buf::Buf;
-use super::pool::{BufferPool, PoolInner};
+use super::pool::{BufferPool, GROWN, PoolInner};
 use crate::error::AcquireError;
 use crate::local::Home;
 use crate::loom::Arc;
@@ -65,7 +65,8 @@ pub struct PooledBuf<'a> {
     pool: &'a PoolInner,
     buf: ManuallyDrop<Box<Buf>>,
     home: Home<Buf>,
-    /// The bucket the buffer came from, or `OVERSIZE`.
+    /// The bucket the buffer came from, or `OVERSIZE`; marked `GROWN` once
+    /// the buffer has grown.
     origin: u32,
 }
 
@@ -150,18 +151,29 @@ impl OwnedPooledBuf {
     }
 }
 
-/// Makes room for `additional` more bytes, or says why not.
+/// Makes room for `additional` more bytes, or says why not. `origin` is the
+/// guard's, marked [`GROWN`] if the buffer grows.
 #[inline]
-fn try_reserve(pool: &PoolInner, buf: &mut Buf, additional: usize) -> Result<(), AcquireError> {
+fn try_reserve(
+    pool: &PoolInner,
+    buf: &mut Buf,
+    origin: &mut u32,
+    additional: usize,
+) -> Result<(), AcquireError> {
     if buf.capacity() - buf.len() >= additional {
         return Ok(());
     }
-    grow(pool, buf, additional)
+    grow(pool, buf, origin, additional)
 }
 
 #[cold]
 #[inline(never)]
-fn grow(pool: &PoolInner, buf: &mut Buf, additional: usize) -> Result<(), AcquireError> {
+fn grow(
+    pool: &PoolInner,
+    buf: &mut Buf,
+    origin: &mut u32,
+    additional: usize,
+) -> Result<(), AcquireError> {
     let needed = buf
         .len()
         .checked_add(additional)
@@ -169,22 +181,25 @@ fn grow(pool: &PoolInner, buf: &mut Buf, additional: usize) -> Result<(), Acquir
             requested: usize::MAX,
             max: isize::MAX as usize,
         })?;
-    pool.grow(buf, needed)
+    pool.grow(buf, needed)?;
+    // The release sees at once that the buffer left its bucket's capacity.
+    *origin |= GROWN;
+    Ok(())
 }
 
 /// Makes room for `additional` more bytes, or panics as `Vec` does.
 #[inline]
-fn reserve(pool: &PoolInner, buf: &mut Buf, additional: usize) {
+fn reserve(pool: &PoolInner, buf: &mut Buf, origin: &mut u32, additional: usize) {
     if buf.capacity() - buf.len() < additional {
-        grow_or_panic(pool, buf, additional);
+        grow_or_panic(pool, buf, origin, additional);
     }
 }
 
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn grow_or_panic(pool: &PoolInner, buf: &mut Buf, additional: usize) {
-    if let Err(err) = grow(pool, buf, additional) {
+fn grow_or_panic(pool: &PoolInner, buf: &mut Buf, origin: &mut u32, additional: usize) {
+    if let Err(err) = grow(pool, buf, origin, additional) {
         panic!("pooled buffer cannot grow: {err}");
     }
 }
@@ -279,7 +294,7 @@ macro_rules! buf_api {
             #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(b'x');\nassert_eq!(&buf[..], b\"x\");\n```")]
             #[inline]
             pub fn push(&mut self, byte: u8) {
-                reserve(self.pool.pool_inner(), &mut self.buf, 1);
+                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, 1);
                 self.buf.fill_within_capacity(byte, 1);
             }
 
@@ -294,7 +309,7 @@ macro_rules! buf_api {
             #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"hello, \");\nbuf.extend_from_slice(b\"world\");\nassert_eq!(&buf[..], b\"hello, world\");\n```")]
             #[inline]
             pub fn extend_from_slice(&mut self, bytes: &[u8]) {
-                reserve(self.pool.pool_inner(), &mut self.buf, bytes.len());
+                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len());
                 self.buf.append_within_capacity(bytes);
             }
 
@@ -314,7 +329,7 @@ macro_rules! buf_api {
                 if new_len <= len {
                     self.buf.truncate(new_len);
                 } else {
-                    reserve(self.pool.pool_inner(), &mut self.buf, new_len - len);
+                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, new_len - len);
                     self.buf.fill_within_capacity(value, new_len - len);
                 }
             }
@@ -330,7 +345,7 @@ macro_rules! buf_api {
             #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.reserve(10_000);\nassert!(buf.capacity() >= 10_000);\n```")]
             #[inline]
             pub fn reserve(&mut self, additional: usize) {
-                reserve(self.pool.pool_inner(), &mut self.buf, additional);
+                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional);
             }
 
             /// Makes room for at least `additional` more bytes, or says why it
@@ -348,7 +363,7 @@ macro_rules! buf_api {
             ///
             #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.try_reserve(100).is_ok());\nassert!(buf.try_reserve(usize::MAX).is_err());\n```")]
             pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
-                try_reserve(self.pool.pool_inner(), &mut self.buf, additional)
+                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional)
             }
 
             /// The bytes after the written part, up to the capacity, to be
@@ -433,7 +448,7 @@ macro_rules! buf_api {
             /// error of kind `OutOfMemory` if it cannot grow.
             #[inline]
             fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-                try_reserve(self.pool.pool_inner(), &mut self.buf, bytes.len())
+                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len())
                     .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err))?;
                 self.buf.append_within_capacity(bytes);
                 Ok(bytes.len())

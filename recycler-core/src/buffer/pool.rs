@@ -37,15 +37,19 @@ use crate::error::AcquireError;
 use crate::idle::{self, DeltaCell, Evict, IdleAccount};
 use crate::local::{Home, Local};
 use crate::loom::{
-    Arc, AtomicU64, Ordering::Relaxed, StatCounter, ThreadSlots, UnsafeCell, Weak,
-    const_thread_local,
+    Arc, AtomicU64, Ordering::Relaxed, StatCounter, ThreadSlots, Weak, const_thread_local,
 };
-use crate::recycler::Recycler;
+use crate::recycler::{Inner, Recycler};
 use crate::registry::{self, Token};
 use crate::stats::Counters;
 
 /// The origin of a buffer above `max_capacity`.
 pub(crate) const OVERSIZE: u32 = u32::MAX;
+
+/// Marks the origin of a buffer that grew: its release takes the slow path,
+/// which finds the bucket of its new capacity. (Buckets are far fewer than
+/// this bit.)
+pub(crate) const GROWN: u32 = 1 << 31;
 
 /// A pool of byte buffers in buckets by capacity.
 ///
@@ -176,11 +180,13 @@ impl BufferPool {
     /// assert_eq!(buf.capacity(), 8192);
     /// assert_eq!(pool.acquire(0).capacity(), 4096);
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn acquire(&self, capacity: usize) -> PooledBuf<'_> {
-        match self.try_acquire(capacity) {
-            Ok(buf) => buf,
-            Err(err) => acquire_failed(&err),
+        let inner = &*self.inner;
+        let idx = inner.bucket_index(capacity);
+        match inner.pop_fast(idx) {
+            Some((buf, home)) => PooledBuf::new(inner, buf, home, idx as u32),
+            None => inner.acquire_cold(capacity, idx),
         }
     }
 
@@ -206,15 +212,14 @@ impl BufferPool {
     /// assert_eq!(pool.try_acquire(10)?.capacity(), 4096);
     /// # Ok::<(), AcquireError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, capacity: usize) -> Result<PooledBuf<'_>, AcquireError> {
         let inner = &*self.inner;
         let idx = inner.bucket_index(capacity);
-        if let Some(hit) = inner.pop_fast(idx) {
-            return Ok(PooledBuf::new(inner, hit.0, hit.1, idx as u32));
+        match inner.pop_fast(idx) {
+            Some((buf, home)) => Ok(PooledBuf::new(inner, buf, home, idx as u32)),
+            None => inner.try_acquire_cold(capacity, idx),
         }
-        let (buf, home, origin) = inner.acquire_slow(capacity, idx)?;
-        Ok(PooledBuf::new(inner, buf, home, origin))
     }
 
     /// Like [`try_acquire`](Self::try_acquire), but at the `memory_limit`
@@ -395,7 +400,6 @@ impl BufferPool {
 /// `acquire`'s panic, out of line.
 #[cold]
 #[inline(never)]
-#[track_caller]
 fn acquire_failed(err: &AcquireError) -> ! {
     panic!("BufferPool::acquire: {err}")
 }
@@ -422,22 +426,20 @@ impl fmt::Debug for BufferPool {
 }
 
 /// One thread's index of its caches in one pool: the cache of each bucket
-/// (null until the thread first uses the bucket) and its idle-memory delta.
+/// (null until the thread first uses the bucket). Each cache's `aux` word
+/// points to the owner's delta in the idle account (under a cap).
 ///
 /// Found through [`POOL_HOT`]; valid while `owner` is the calling thread's
 /// token. A thread that exits gives up its caches (their exit hooks run) and
 /// its token, so a later thread that inherits this slot starts afresh.
+///
+/// The cells are touched only by the owner, and only through shared
+/// references (never `&mut PoolLocal`), so that the pointer to `caches`
+/// kept in [`POOL_HOT`] stays valid.
 struct PoolLocal {
     owner: AtomicU64,
-    /// Owner-only.
-    state: UnsafeCell<LocalState>,
-}
-
-struct LocalState {
     /// The caches, by bucket; each one owned by the owner of this index.
-    caches: Box<[*const Local<Buf>]>,
-    /// The owner's delta in the pool's idle account (null without a cap).
-    cell: *const DeltaCell,
+    caches: Box<[Cell<*const Local<Buf>>]>,
 }
 
 // SAFETY: the raw pointers point into the pool (bucket caches, the idle
@@ -445,7 +447,7 @@ struct LocalState {
 // the index moves between threads only as a whole, when the `thread_local`
 // crate hands a dead thread's slot to another.
 unsafe impl Send for PoolLocal {}
-// SAFETY: other threads touch only `owner`, an atomic; `state` is touched
+// SAFETY: other threads touch only `owner`, an atomic; the cells are touched
 // only by the thread whose token is in `owner`.
 unsafe impl Sync for PoolLocal {}
 
@@ -453,10 +455,7 @@ impl PoolLocal {
     fn new(buckets: usize) -> Self {
         Self {
             owner: AtomicU64::new(registry::NOBODY),
-            state: UnsafeCell::new(LocalState {
-                caches: vec![ptr::null(); buckets].into_boxed_slice(),
-                cell: ptr::null(),
-            }),
+            caches: (0..buckets).map(|_| Cell::new(ptr::null())).collect(),
         }
     }
 
@@ -464,23 +463,32 @@ impl PoolLocal {
     fn is_owned_by(&self, token: Token) -> bool {
         self.owner.load(Relaxed) == token
     }
+}
 
-    /// Reads the owner-only state.
+/// The `caches` of the calling thread's index in one pool, as found in
+/// [`POOL_HOT`] (one load less on the owner path than through the index).
+#[derive(Clone, Copy)]
+struct Bound {
+    caches: *const Cell<*const Local<Buf>>,
+}
+
+impl Bound {
+    /// The owner's cache of bucket `idx`, or null.
     ///
     /// # Safety
     ///
-    /// The calling thread owns this index.
+    /// `idx` is below the pool's number of buckets.
     #[inline(always)]
-    unsafe fn with<R>(&self, f: impl FnOnce(&mut LocalState) -> R) -> R {
-        self.state.with_mut(|s| {
-            // SAFETY: the caller owns the index, so no other thread touches
-            // `state`, and `f` (our own code) does not re-enter.
-            f(unsafe { &mut *s })
-        })
+    unsafe fn cache(self, idx: usize) -> *const Local<Buf> {
+        // SAFETY: `caches` points to the index's `caches`, one cell per
+        // bucket (the caller's `idx` is in range), which live as long as the
+        // index and never move (the box is never replaced).
+        unsafe { (*self.caches.add(idx)).get() }
     }
 }
 
-type HotEntry = (u64, *const PoolLocal);
+/// (pool id, the thread's `PoolLocal` in that pool, its `caches`).
+type HotEntry = (u64, *const PoolLocal, *const Cell<*const Local<Buf>>);
 
 /// Entries of [`POOL_HOT`] (a power of two).
 const POOL_HOT_SLOTS: usize = 4;
@@ -489,11 +497,10 @@ const POOL_HOT_SLOTS: usize = 4;
     clippy::declare_interior_mutable_const,
     reason = "only copied into the array"
 )]
-const EMPTY_HOT: Cell<HotEntry> = Cell::new((0, ptr::null()));
+const EMPTY_HOT: Cell<HotEntry> = Cell::new((0, ptr::null(), ptr::null()));
 
-// The calling thread's pool indexes, direct-mapped by pool id: (pool id,
-// the thread's `PoolLocal` in that pool). Pool ids are never reused, so an
-// entry of a dropped pool never matches.
+// The calling thread's pool indexes, direct-mapped by pool id. Pool ids are
+// never reused, so an entry of a dropped pool never matches.
 const_thread_local! {
     static POOL_HOT: [Cell<HotEntry>; POOL_HOT_SLOTS] = [EMPTY_HOT; POOL_HOT_SLOTS];
 }
@@ -562,10 +569,10 @@ impl PoolInner {
 
     /// The calling thread's index, if it is bound and the thread owns it.
     #[inline(always)]
-    fn pool_local(&self) -> Option<&PoolLocal> {
-        let (id, pl) = POOL_HOT
+    fn pool_local(&self) -> Option<Bound> {
+        let (id, pl, caches) = POOL_HOT
             .try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].get())
-            .unwrap_or((0, ptr::null()));
+            .unwrap_or((0, ptr::null(), ptr::null()));
         if id != self.id {
             return None;
         }
@@ -573,29 +580,33 @@ impl PoolInner {
         // this pool's `locals` (set by `bind`), which lives as long as the
         // pool (alive: `&self`) and never moves.
         let pl = unsafe { &*pl };
-        pl.is_owned_by(registry::current()).then_some(pl)
+        pl.is_owned_by(registry::current())
+            .then_some(Bound { caches })
     }
 
     /// The owner path of acquire: pop the calling thread's cache of bucket
     /// `idx`, found through its index.
     #[inline(always)]
     fn pop_fast(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
-        let bucket = self.buckets.get(idx)?;
-        let pl = self.pool_local()?;
-        // SAFETY: the calling thread owns `pl` (checked by `pool_local`).
-        let (local, cell) = unsafe { pl.with(|s| (s.caches[idx], s.cell)) };
+        if idx >= self.buckets.len() {
+            return None;
+        }
+        let bound = self.pool_local()?;
+        // SAFETY: `idx` is a bucket (`get` above).
+        let local = unsafe { bound.cache(idx) };
         // SAFETY: a non-null entry is a cache of this bucket that the owner
-        // of the index claimed, and owns until it exits (when its token,
-        // and so its ownership of `pl`, ends); caches live as long as their
-        // recycler.
+        // of the index (the calling thread, checked by `pool_local`) claimed
+        // and owns until it exits, when its token, and so its ownership of
+        // the index, ends; caches live as long as their recycler.
         let local = unsafe { local.as_ref() }?;
-        let inner = bucket.recycler.inner();
         // SAFETY: the calling thread owns `local` (above).
-        let buf = unsafe { inner.pop_local(local, self.config.statistics) }?;
+        let (mut buf, aux) = unsafe { Inner::pop_local(local, self.config.statistics) }?;
+        Buf::reset(&mut buf);
         if let Some(acct) = &self.idle {
-            // SAFETY: bound with the account (see `bind`): a cell of the
-            // account, which lives as long as the pool.
-            let cell = unsafe { &*cell };
+            // SAFETY: under a cap, `bind_cache` set every indexed cache's
+            // `aux` to its owner's cell of the account, which lives as long
+            // as the pool.
+            let cell = unsafe { &*aux.cast::<DeltaCell>() };
             acct.sub(cell, buf.capacity() as u64);
         }
         Some((buf, Home::new(Some(local), false)))
@@ -610,27 +621,38 @@ impl PoolInner {
         }
         let pl = self.locals.get_or(|| PoolLocal::new(self.buckets.len()));
         if !pl.is_owned_by(token) {
-            let cell: *const DeltaCell = self.idle.as_ref().map_or(ptr::null(), |a| a.cell());
-            // SAFETY: `pl` is the calling thread's slot: no live thread owns
-            // it (a thread that had it has exited), so the calling thread may
-            // take it over, forgetting the old owner's caches.
-            unsafe {
-                pl.with(|s| {
-                    s.caches.iter_mut().for_each(|c| *c = ptr::null());
-                    s.cell = cell;
-                });
-            }
+            // `pl` is the calling thread's slot: no live thread owns it (a
+            // thread that had it has exited), so the calling thread takes it
+            // over, forgetting the old owner's caches.
+            pl.caches.iter().for_each(|c| c.set(ptr::null()));
             pl.owner.store(token, Relaxed);
         }
-        let _ = POOL_HOT.try_with(|hot| {
-            hot[self.id as usize & (POOL_HOT_SLOTS - 1)].set((self.id, ptr::from_ref(pl)));
-        });
+        let entry = (self.id, ptr::from_ref(pl), pl.caches.as_ptr());
+        let _ = POOL_HOT.try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].set(entry));
         Some(pl)
     }
 
-    /// `acquire` when the owner path found nothing.
+    /// `acquire` when the owner path found nothing; panics where
+    /// `try_acquire` fails. Out of line, so that the inlined owner path
+    /// stays small and returns its buffer in registers.
     #[cold]
     #[inline(never)]
+    fn acquire_cold(&self, capacity: usize, idx: usize) -> PooledBuf<'_> {
+        match self.acquire_slow(capacity, idx) {
+            Ok((buf, home, origin)) => PooledBuf::new(self, buf, home, origin),
+            Err(err) => acquire_failed(&err),
+        }
+    }
+
+    /// `try_acquire` when the owner path found nothing.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_cold(&self, capacity: usize, idx: usize) -> Result<PooledBuf<'_>, AcquireError> {
+        let (buf, home, origin) = self.acquire_slow(capacity, idx)?;
+        Ok(PooledBuf::new(self, buf, home, origin))
+    }
+
+    /// Finds or makes a buffer for bucket `idx` (oversize past the last).
     fn acquire_slow(
         &self,
         capacity: usize,
@@ -643,11 +665,18 @@ impl PoolInner {
         };
         let inner = bucket.recycler.inner();
         if let (Some(pl), Some(local)) = (self.bind(), inner.local_for_current()) {
-            // SAFETY: `bind` made the calling thread the owner of `pl`, and
+            // `bind` made the calling thread the owner of `pl`, and
             // `local_for_current` returns a cache it owns.
-            unsafe { pl.with(|s| s.caches[idx] = ptr::from_ref(local)) };
+            let cell = self
+                .idle
+                .as_ref()
+                .map_or(ptr::null(), |a| ptr::from_ref(a.cell()));
+            // SAFETY: the calling thread owns `local`.
+            unsafe { Inner::set_aux(local, cell.cast()) };
+            pl.caches[idx].set(ptr::from_ref(local));
         }
-        if let Some((buf, home)) = inner.take_pooled() {
+        if let Some((mut buf, home)) = inner.take_pooled() {
+            Buf::reset(&mut buf);
             return Ok((buf, home, idx as u32));
         }
         let buf = self.allocate(bucket.capacity)?;
@@ -743,21 +772,21 @@ impl PoolInner {
         }
     }
 
-    /// Returns a buffer. The owner path: the buffer kept its capacity, the
-    /// calling thread owns its home cache, the cache has room, the idle cap
-    /// admits it, and nobody waits for memory.
+    /// Returns a buffer. The owner path: the buffer kept its capacity (its
+    /// origin is not marked [`GROWN`]), the calling thread owns its home
+    /// cache, the cache has room, the idle cap admits it, and nobody waits
+    /// for memory.
     #[inline(always)]
     pub(crate) fn release(&self, mut buf: Box<Buf>, home: Home<Buf>, origin: u32) {
-        buf.retire();
         let idx = origin as usize;
-        if let Some(bucket) = self.buckets.get(idx) {
+        if idx < self.buckets.len() {
             let waiting = self.config.memory_limit.is_some() && self.ledger.under_pressure();
-            if buf.capacity() == bucket.capacity && !waiting {
+            if !waiting {
                 // SAFETY: the guard that held `home` borrowed (or held an
                 // `Arc` of) the pool, which owns the cache.
                 if let Some(local) = unsafe { home.local() } {
                     if local.is_owned_by(registry::current()) {
-                        match self.push_fast(bucket, local, buf) {
+                        match self.push_fast(idx, local, buf) {
                             Ok(()) => return,
                             Err(back) => buf = back,
                         }
@@ -768,32 +797,31 @@ impl PoolInner {
         self.release_slow(buf, home, origin);
     }
 
-    /// Pushes `buf` onto `local`, owned by the calling thread.
+    /// Pushes `buf`, of bucket `idx`, onto `local`, owned by the calling
+    /// thread. Touches neither the bucket nor the buffer.
     #[inline(always)]
-    fn push_fast(
-        &self,
-        bucket: &Bucket,
-        local: &Local<Buf>,
-        buf: Box<Buf>,
-    ) -> Result<(), Box<Buf>> {
-        let inner = bucket.recycler.inner();
-        let count = self.config.statistics;
+    fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
+        let (max, count) = (self.config.max_idle_per_thread, self.config.statistics);
         match &self.idle {
             // SAFETY: the caller checked that the calling thread owns
-            // `local`; the check runs no code that touches the cache.
-            None => unsafe { inner.push_local(local, buf, count, || true) },
+            // `local`, a cache of bucket `idx`, whose recycler has
+            // `max_idle_per_thread` as its capacity; the check runs no code
+            // that touches the cache.
+            None => unsafe { Inner::push_local(local, buf, max, count, |_| true) },
             Some(acct) => {
-                let Some(pl) = self.pool_local() else {
-                    return Err(buf);
+                let bytes = ((idx + 1) * self.config.bucket_step) as u64;
+                let admit = |aux: *const ()| {
+                    // SAFETY: under a cap, an indexed cache's `aux` is its
+                    // owner's cell of the account, which lives as long as
+                    // the pool; null if the pool has not indexed this cache
+                    // (then: the slow path).
+                    match unsafe { aux.cast::<DeltaCell>().as_ref() } {
+                        Some(cell) => acct.try_add(cell, bytes),
+                        None => false,
+                    }
                 };
-                // SAFETY: the calling thread owns `pl` (`pool_local`).
-                let cell = unsafe { pl.with(|s| s.cell) };
-                // SAFETY: bound with the account: a cell of the account,
-                // which lives as long as the pool.
-                let cell = unsafe { &*cell };
-                let bytes = bucket.capacity as u64;
-                // SAFETY: as above; `try_add` touches only the account.
-                unsafe { inner.push_local(local, buf, count, || acct.try_add(cell, bytes)) }
+                // SAFETY: as above; `admit` touches only the account.
+                unsafe { Inner::push_local(local, buf, max, count, admit) }
             }
         }
     }
@@ -802,7 +830,7 @@ impl PoolInner {
     #[cold]
     #[inline(never)]
     fn release_slow(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
-        let Some(bucket) = self.buckets.get(origin as usize) else {
+        let Some(bucket) = self.buckets.get((origin & !GROWN) as usize) else {
             Counters::add_shared(&self.oversize_releases, 1);
             drop(buf);
             return;
@@ -837,15 +865,15 @@ impl PoolInner {
     /// the depot, then the inboxes. Returns the bytes freed.
     fn evict_walk(&self, want: u64, skip: Option<usize>, start: usize) -> u64 {
         let n = self.buckets.len();
-        let pl = self.pool_local();
+        let bound = self.pool_local();
         let mut freed = 0;
         for i in 0..n {
             let b = (start + i) % n;
             if skip == Some(b) {
                 continue;
             }
-            // SAFETY: the calling thread owns `pl` (`pool_local`).
-            let own = pl.map_or(ptr::null(), |pl| unsafe { pl.with(|s| s.caches[b]) });
+            // SAFETY: `b < n`, a bucket.
+            let own = bound.map_or(ptr::null(), |bound| unsafe { bound.cache(b) });
             // SAFETY: a non-null entry of an owned index is a cache of this
             // bucket that the calling thread owns.
             let own = unsafe { own.as_ref() };
