@@ -2,17 +2,23 @@
 //! Every slice it hands out is a pooled buffer; they all go back to the pool
 //! when the scope drops.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 use std::slice;
 
 use super::guard::PooledBuf;
 use super::pool::BufferPool;
 use crate::error::AcquireError;
+use crate::loom::UnsafeCell;
 
 /// Buffers kept inline before the scope needs a `Vec`: a scope that
 /// allocates a few slices allocates nothing else.
 const INLINE: usize = 4;
+
+/// Room the `Vec` starts with when the inline slots are full.
+const FIRST_SPILL: usize = 28;
 
 /// An allocator of byte slices from a [`BufferPool`]: each
 /// [`alloc`](Self::alloc) takes a buffer from the pool and lends out its
@@ -45,23 +51,33 @@ const INLINE: usize = 4;
 /// ```
 pub struct Scope<'a> {
     pool: &'a BufferPool,
-    held: RefCell<Held<'a>>,
+    /// Touched only inside `Scope`'s methods, none of which re-enters
+    /// another or lends a reference to it out (`!Sync` keeps it on one
+    /// thread at a time).
+    held: UnsafeCell<Held<'a>>,
+    /// Not `Sync`: `alloc` through `&self` mutates `held` unsynchronized.
+    _not_sync: PhantomData<Cell<()>>,
 }
 
-/// The buffers a scope holds.
+/// The buffers a scope holds: the first `n` slots of `inline` (a scope is
+/// made without touching the others), then `more`.
 struct Held<'a> {
-    inline: [Option<PooledBuf<'a>>; INLINE],
-    /// Buffers in `inline`.
+    inline: [MaybeUninit<PooledBuf<'a>>; INLINE],
+    /// Initialized slots of `inline`, from the start.
     n: usize,
     more: Vec<PooledBuf<'a>>,
 }
 
 impl<'a> Held<'a> {
+    #[inline(always)]
     fn push(&mut self, buf: PooledBuf<'a>) {
         if self.n < INLINE {
-            self.inline[self.n] = Some(buf);
+            self.inline[self.n].write(buf);
             self.n += 1;
         } else {
+            if self.more.capacity() == 0 {
+                self.more.reserve(FIRST_SPILL);
+            }
             self.more.push(buf);
         }
     }
@@ -71,15 +87,26 @@ impl<'a> Held<'a> {
     }
 }
 
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        for slot in &mut self.inline[..self.n] {
+            // SAFETY: the first `n` slots are initialized (`push` writes
+            // slot `n` before counting it), and each is dropped once, here.
+            unsafe { slot.assume_init_drop() };
+        }
+    }
+}
+
 impl<'a> Scope<'a> {
     pub(crate) fn new(pool: &'a BufferPool) -> Self {
         Self {
             pool,
-            held: RefCell::new(Held {
-                inline: [const { None }; INLINE],
+            held: UnsafeCell::new(Held {
+                inline: [const { MaybeUninit::uninit() }; INLINE],
                 n: 0,
                 more: Vec::new(),
             }),
+            _not_sync: PhantomData,
         }
     }
 
@@ -173,7 +200,7 @@ impl<'a> Scope<'a> {
     pub fn try_alloc(&self, len: usize) -> Result<&mut [u8], AcquireError> {
         let mut buf = self.pool.try_acquire(len)?;
         let ptr = buf.init_to(len);
-        self.held.borrow_mut().push(buf);
+        self.with_held(|held| held.push(buf));
         // SAFETY: `ptr` is the first byte of the buffer's allocation, whose
         // first `len` bytes (`len <= capacity`) `init_to` made initialized.
         // - Exclusive: the pool hands out each buffer to one holder at a
@@ -202,7 +229,19 @@ impl<'a> Scope<'a> {
     /// assert_eq!(scope.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.held.borrow().len()
+        self.with_held(|held| held.len())
+    }
+
+    /// Runs `f` on the buffers held.
+    #[inline(always)]
+    fn with_held<R>(&self, f: impl FnOnce(&mut Held<'a>) -> R) -> R {
+        self.held.with_mut(|held| {
+            // SAFETY: `Scope` is not `Sync`, so only the calling thread can
+            // be in here; and no method calls another while it holds this
+            // borrow, nor lets a reference to `held` escape (`f` is one of
+            // `push` and `len`), so the borrow is unique.
+            f(unsafe { &mut *held })
+        })
     }
 
     /// Whether no buffer was taken yet.
@@ -231,11 +270,9 @@ fn alloc_failed(err: &AcquireError) -> ! {
 impl fmt::Debug for Scope<'_> {
     /// The number of buffers held; never their contents.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut d = f.debug_struct("Scope");
-        if let Ok(held) = self.held.try_borrow() {
-            d.field("buffers", &held.len());
-        }
-        d.finish_non_exhaustive()
+        f.debug_struct("Scope")
+            .field("buffers", &self.len())
+            .finish_non_exhaustive()
     }
 }
 
