@@ -7,6 +7,7 @@
 //! all three allocators appear in one binary and one run.
 
 mod alloc;
+pub mod buffers;
 mod payload;
 mod peers;
 mod source;
