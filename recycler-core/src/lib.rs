@@ -104,6 +104,59 @@
 //! attribute and shape, the rules for type-parameter bounds and
 //! `retained_bytes`, and the compiler's message for each mistake.
 //!
+//! # Buffers
+//!
+//! [`buffer::BufferPool`] pools byte buffers in capacity buckets (4 KiB steps
+//! up to 64 KiB by default), each bucket a `Recycler` of buffers. It adds
+//! what byte buffers need: a cap on the memory held idle, counted when
+//! buffers come back and enforced by evicting idle buffers of *other*
+//! buckets first (as Jetty does); a hard limit on all the memory its buffers
+//! hold (as the JDK's `MaxDirectMemorySize` does); aligned buffers (for
+//! `O_DIRECT` and io_uring); scopes that lend `&mut [u8]` slices and return
+//! every buffer when they end; and, with the `bytes` feature, `BufMut` and a
+//! zero-copy conversion into `bytes::Bytes`.
+//!
+//! ```
+//! use std::io::Write;
+//! use recycler_core::AcquireError;
+//! use recycler_core::buffer::BufferPool;
+//!
+//! let pool = BufferPool::builder()
+//!     .max_idle_memory(1 << 20) // at most 1 MiB idle, across buckets and threads
+//!     .memory_limit(4 << 20) // at most 4 MiB in all, in use and idle
+//!     .alignment(4096)
+//!     .build()?;
+//!
+//! let mut buf = pool.acquire(1500); // rounded up: 4096 bytes, empty
+//! write!(buf, "HTTP/1.1 200 OK\r\n")?;
+//! assert!(buf.starts_with(b"HTTP"));
+//! assert_eq!(buf.as_ptr() as usize % 4096, 0);
+//! drop(buf); // back into this thread's cache for the 4 KiB bucket
+//!
+//! // Past the limit: a typed error, not an abort.
+//! let big = pool.try_acquire(8 << 20).unwrap_err();
+//! assert!(matches!(big, AcquireError::LimitExceeded { .. }));
+//!
+//! // A scope: several slices alive at once, all returned at the end.
+//! {
+//!     let scope = pool.scope();
+//!     let header = scope.alloc_zeroed(64);
+//!     let body = scope.alloc(1000);
+//!     header[0] = 1;
+//!     body[0] = 2;
+//! }
+//! let stats = pool.stats();
+//! assert_eq!(stats.buckets[0].in_use, 0);
+//! println!("{stats}"); // one line per bucket in use, with its hit ratio
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The same idle-memory accounting caps any recycler in bytes:
+//! [`RecyclerBuilder::max_idle_bytes`] measures each idle object with
+//! [`Recyclable::retained_bytes`]. The guide, `docs/buffers.md` in the
+//! repository, explains the buckets, the cap and its overshoot bound, the
+//! eviction order, the limit and its back-off, alignment, scopes and `bytes`.
+//!
 //! # How it works
 //!
 //! Each thread has its own cache of idle objects. [`Recycler::get`] pops it,
@@ -127,7 +180,9 @@
 //!
 //! The unsafe code is confined to the per-thread cache (an `UnsafeCell` that
 //! only the owning thread touches), the guards (which move the object out
-//! exactly once) and the thread-exit hook. Every `unsafe` block states the
+//! exactly once), the thread-exit hook, and, in the buffer pool, the aligned
+//! allocation (one file, `buffer/raw.rs`), the buffer's byte views and the
+//! scope's `&self -> &mut [u8]` (each argued in a `SAFETY` comment). Every `unsafe` block states the
 //! invariant it relies on. All synchronization goes through one facade module,
 //! so the loom models in the `recycler-tests` package check the real code:
 //! a foreign release racing the owner's drain, two foreign releasers, and a

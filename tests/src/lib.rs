@@ -5,3 +5,9 @@
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/derive.md")]
 pub struct DeriveGuide;
+
+/// `docs/buffers.md`: the buffer pool guide, whose examples run as this
+/// crate's doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/buffers.md")]
+pub struct BuffersGuide;
