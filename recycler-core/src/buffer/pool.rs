@@ -40,7 +40,7 @@ use crate::loom::{
     Arc, AtomicU64, Ordering::Relaxed, StatCounter, ThreadSlots, Weak, const_thread_local,
 };
 use crate::recycler::{Inner, Recycler};
-use crate::registry::{self, Token};
+use crate::registry::{self, ExitFlush, Token};
 use crate::stats::Counters;
 
 /// The origin of a buffer above `max_capacity`.
@@ -106,6 +106,8 @@ pub(crate) struct PoolInner {
     idle: Option<Arc<IdleAccount>>,
     /// Each thread's index of its caches.
     locals: ThreadSlots<PoolLocal>,
+    /// This pool, as the target of thread-exit hooks.
+    exit_hook: Weak<dyn ExitFlush>,
     oversize_acquires: StatCounter,
     oversize_releases: StatCounter,
 }
@@ -429,9 +431,11 @@ impl fmt::Debug for BufferPool {
 /// (null until the thread first uses the bucket). Each cache's `aux` word
 /// points to the owner's delta in the idle account (under a cap).
 ///
-/// Found through [`POOL_HOT`]; valid while `owner` is the calling thread's
-/// token. A thread that exits gives up its caches (their exit hooks run) and
-/// its token, so a later thread that inherits this slot starts afresh.
+/// Found through [`POOL_HOT`], which holds an entry only while the thread
+/// owns the index: the thread's exit hook (registered when it takes the
+/// index) removes the entry and gives the index up, as the caches' own hooks
+/// give up the caches; a later thread that inherits this slot takes it over
+/// afresh.
 ///
 /// The cells are touched only by the owner, and only through shared
 /// references (never `&mut PoolLocal`), so that the pointer to `caches`
@@ -487,8 +491,8 @@ impl Bound {
     }
 }
 
-/// (pool id, the thread's `PoolLocal` in that pool, its `caches`).
-type HotEntry = (u64, *const PoolLocal, *const Cell<*const Local<Buf>>);
+/// (pool id, the `caches` of the thread's `PoolLocal` in that pool).
+type HotEntry = (u64, *const Cell<*const Local<Buf>>);
 
 /// Entries of [`POOL_HOT`] (a power of two).
 const POOL_HOT_SLOTS: usize = 4;
@@ -497,7 +501,7 @@ const POOL_HOT_SLOTS: usize = 4;
     clippy::declare_interior_mutable_const,
     reason = "only copied into the array"
 )]
-const EMPTY_HOT: Cell<HotEntry> = Cell::new((0, ptr::null(), ptr::null()));
+const EMPTY_HOT: Cell<HotEntry> = Cell::new((0, ptr::null()));
 
 // The calling thread's pool indexes, direct-mapped by pool id. Pool ids are
 // never reused, so an entry of a dropped pool never matches.
@@ -544,6 +548,7 @@ impl PoolInner {
             ledger: Arc::new(Ledger::new(config.memory_limit.map(|l| l as u64))),
             idle,
             locals: ThreadSlots::new(),
+            exit_hook: this.clone(),
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
         }
@@ -568,20 +573,15 @@ impl PoolInner {
     }
 
     /// The calling thread's index, if it is bound and the thread owns it.
+    ///
+    /// An entry exists only while the thread owns the index (see
+    /// [`PoolLocal`]), so no ownership check is needed here.
     #[inline(always)]
     fn pool_local(&self) -> Option<Bound> {
-        let (id, pl, caches) = POOL_HOT
+        let (id, caches) = POOL_HOT
             .try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].get())
-            .unwrap_or((0, ptr::null(), ptr::null()));
-        if id != self.id {
-            return None;
-        }
-        // SAFETY: an entry under this pool's id points to a `PoolLocal` in
-        // this pool's `locals` (set by `bind`), which lives as long as the
-        // pool (alive: `&self`) and never moves.
-        let pl = unsafe { &*pl };
-        pl.is_owned_by(registry::current())
-            .then_some(Bound { caches })
+            .unwrap_or((0, ptr::null()));
+        (id == self.id).then_some(Bound { caches })
     }
 
     /// The owner path of acquire: pop the calling thread's cache of bucket
@@ -621,13 +621,21 @@ impl PoolInner {
         }
         let pl = self.locals.get_or(|| PoolLocal::new(self.buckets.len()));
         if !pl.is_owned_by(token) {
+            // SAFETY: `pl` lives in this pool's `locals`, at a fixed address,
+            // as long as the pool, which the hook's `Weak` keeps alive while
+            // it runs.
+            let registered =
+                unsafe { registry::register(self.exit_hook.clone(), ptr::from_ref(pl).cast()) };
+            if !registered {
+                return None;
+            }
             // `pl` is the calling thread's slot: no live thread owns it (a
             // thread that had it has exited), so the calling thread takes it
             // over, forgetting the old owner's caches.
             pl.caches.iter().for_each(|c| c.set(ptr::null()));
             pl.owner.store(token, Relaxed);
         }
-        let entry = (self.id, ptr::from_ref(pl), pl.caches.as_ptr());
+        let entry = (self.id, pl.caches.as_ptr());
         let _ = POOL_HOT.try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].set(entry));
         Some(pl)
     }
@@ -932,6 +940,25 @@ impl PoolInner {
             max_idle_memory: self.config.max_idle_memory.map(|n| n as u64),
             memory_limit: self.config.memory_limit.map(|n| n as u64),
             statistics: counted,
+        }
+    }
+}
+
+impl ExitFlush for PoolInner {
+    /// The calling thread exits: it forgets its index in this pool (the
+    /// entry in [`POOL_HOT`]) and gives the index up.
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the pointer registered by `bind`: this pool's `PoolLocal`
+        // of the calling thread, alive as long as the pool (`&self`).
+        let pl = unsafe { &*local.cast::<PoolLocal>() };
+        let _ = POOL_HOT.try_with(|hot| {
+            let slot = &hot[self.id as usize & (POOL_HOT_SLOTS - 1)];
+            if slot.get().0 == self.id {
+                slot.set((0, ptr::null()));
+            }
+        });
+        if pl.is_owned_by(token) {
+            pl.owner.store(registry::NOBODY, Relaxed);
         }
     }
 }
