@@ -522,3 +522,26 @@ fn bytes_last_clone_returns_the_memory() {
     let again = pool.acquire(1);
     assert_eq!(again.as_ptr(), ptr, "the same memory, reused");
 }
+
+#[test]
+fn tokio_read_buf_fills_a_pooled_buffer() {
+    use tokio::io::AsyncReadExt;
+
+    let pool = Arc::new(BufferPool::new());
+    let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let buf = rt.block_on(async {
+        let mut reader: &[u8] = &data;
+        let mut buf = pool.acquire_owned(100);
+        let mut reads = 0;
+        while reader.read_buf(&mut buf).await.unwrap() > 0 {
+            reads += 1;
+        }
+        assert!(reads >= 2, "the 4 KiB buffer filled up and grew");
+        buf
+    });
+    assert_eq!(&buf[..], &data[..]);
+    assert_eq!(buf.capacity(), 16 * KIB, "4 KiB, full: doubled to 8, then 16");
+}
