@@ -543,5 +543,9 @@ fn tokio_read_buf_fills_a_pooled_buffer() {
         buf
     });
     assert_eq!(&buf[..], &data[..]);
-    assert_eq!(buf.capacity(), 16 * KIB, "4 KiB, full: doubled to 8, then 16");
+    assert_eq!(
+        buf.capacity(),
+        16 * KIB,
+        "4 KiB, full: doubled to 8, then 16"
+    );
 }
