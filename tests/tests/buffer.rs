@@ -523,6 +523,7 @@ fn bytes_last_clone_returns_the_memory() {
     assert_eq!(again.as_ptr(), ptr, "the same memory, reused");
 }
 
+#[cfg(not(loom))]
 #[test]
 fn tokio_read_buf_fills_a_pooled_buffer() {
     use tokio::io::AsyncReadExt;
