@@ -95,11 +95,11 @@ impl Drop for Waiting<'_> {
 
 /// Bounded back-off for a thread waiting for others to release memory: a few
 /// spins, then yields, then sleeps that double from 10 µs up to 1 ms, never
-/// past the deadline.
+/// past the deadline (`None`: a timeout too long for an `Instant`, never).
 #[derive(Debug)]
 pub(crate) struct Backoff {
     step: u32,
-    deadline: Instant,
+    deadline: Option<Instant>,
 }
 
 /// Spins before yielding; yields before sleeping.
@@ -110,7 +110,7 @@ const FIRST_SLEEP: Duration = Duration::from_micros(10);
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
 impl Backoff {
-    pub(crate) fn new(deadline: Instant) -> Self {
+    pub(crate) fn new(deadline: Option<Instant>) -> Self {
         Self { step: 0, deadline }
     }
 
@@ -125,9 +125,11 @@ impl Backoff {
     /// Waits once; `false` once the deadline has passed.
     pub(crate) fn wait(&mut self) -> bool {
         let now = Instant::now();
-        if now >= self.deadline {
-            return false;
-        }
+        let left = match self.deadline {
+            Some(deadline) if now >= deadline => return false,
+            Some(deadline) => deadline - now,
+            None => Duration::MAX,
+        };
         let step = self.step;
         self.step = self.step.saturating_add(1);
         if step < SPIN_STEPS {
@@ -137,7 +139,7 @@ impl Backoff {
         } else if step < SPIN_STEPS + YIELD_STEPS {
             thread::yield_now();
         } else {
-            thread::sleep(Self::sleep_for(step).min(self.deadline - now));
+            thread::sleep(Self::sleep_for(step).min(left));
         }
         true
     }
@@ -181,7 +183,7 @@ mod tests {
         );
         assert_eq!(Backoff::sleep_for(u32::MAX), MAX_SLEEP);
         let start = Instant::now();
-        let mut b = Backoff::new(start + Duration::from_millis(20));
+        let mut b = Backoff::new(Some(start + Duration::from_millis(20)));
         let mut waits = 0;
         while b.wait() {
             waits += 1;

@@ -264,9 +264,7 @@ impl BufferPool {
         if let Some(result) = first {
             return result;
         }
-        let deadline = Instant::now().checked_add(timeout);
-        let mut backoff =
-            Backoff::new(deadline.unwrap_or_else(|| Instant::now() + Duration::MAX / 4));
+        let mut backoff = Backoff::new(Instant::now().checked_add(timeout));
         let _waiting = self.inner.ledger.wait();
         loop {
             let result = self.try_acquire(capacity);
