@@ -1022,7 +1022,7 @@ impl<T: Recyclable> Inner<T> {
             victims.push(obj);
         }
         if freed < want {
-            'inboxes: for local in self.slots.iter() {
+            'inboxes: for local in self.slots.iter().chain([&self.orphan]) {
                 while let Some(mut batch) = local.inbox.recv() {
                     while freed < want {
                         let Some(obj) = batch.pop() else { break };

@@ -978,6 +978,9 @@ fn never_called() -> Buf {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use static_assertions::assert_impl_all;
+
+    assert_impl_all!(BufferPool: Send, Sync);
 
     fn pool(b: BufferPoolBuilder) -> BufferPool {
         b.build().unwrap()
