@@ -3,21 +3,29 @@
 
 use std::time::Duration;
 
+use recycler_benches::buffers::{
+    Touch, W4_ALL_SIZES, W4_FEW_SIZES, w3_fill_pool, w3_fill_vec_with_capacity, w3_fill_vec_zeroed,
+    w4_mix, w4_pool, w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope, w5_vec,
+};
 use recycler_benches::{
     BoxJemalloc, BoxMimalloc, BoxSystem, LockfreeLinear, LockfreeSpinLock, Msg, OPool, OPoolLocal,
     ObjectPool, Poolshark, ShardedSlab, Source, Take, w1_floor, w1_get_release,
     w2_producer_consumer, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling,
 };
 use recycler_core::Recycler;
+use recycler_core::buffer::BufferPool;
 
 use crate::measure::{Budget, Contender, Measured, measure, median};
 use crate::report::{Outcome, Unit};
 
 /// The workloads, in order, with how many contenders each measures (for the
 /// progress bar).
-pub(crate) const WORKLOADS: [(&str, usize); 5] = [
+pub(crate) const WORKLOADS: [(&str, usize); 8] = [
     ("W1", 2 * 12),
     ("W2", 10),
+    ("W3", 2 * 3),
+    ("W4", 2 * 3),
+    ("W5", 3 * 5),
     ("W6", 3),
     ("W7", 3 * 2),
     ("W8", 4),
@@ -28,6 +36,9 @@ pub(crate) fn run(id: &str, budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<O
     match id {
         "W1" => w1(budget, step),
         "W2" => w2(budget, step),
+        "W3" => w3(budget, step),
+        "W4" => w4(budget, step),
+        "W5" => w5(budget, step),
         "W6" => w6(budget, step),
         "W7" => w7(budget, step),
         "W8" => w8(budget, step),
@@ -144,6 +155,163 @@ fn w2(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
         recycler.stats().hit_ratio() * 100.0
     ));
     vec![o]
+}
+
+/// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB.
+fn w3(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+    let pool = BufferPool::builder()
+        .build()
+        .expect("the default configuration is valid");
+    [4usize << 10, 64 << 10]
+        .into_iter()
+        .map(|size| {
+            let mut contenders = vec![
+                Contender::new("buffer_pool", |n| w3_fill_pool(&pool, size, n)),
+                Contender::new("vec_with_capacity", move |n| {
+                    w3_fill_vec_with_capacity(size, n)
+                }),
+                Contender::new("vec_zeroed", move |n| w3_fill_vec_zeroed(size, n)),
+            ];
+            let label = format!("W3 {} KiB", size >> 10);
+            let results = measure(&mut contenders, budget, |c| step(&format!("{label} {c}")));
+            let mut o = Outcome {
+                id: "W3",
+                title: format!("acquire + fill every byte + release, {} KiB", size >> 10),
+                unit: Unit::NsPerOp,
+                ours: "buffer_pool",
+                results,
+                notes: Vec::new(),
+            };
+            let w = o.speedup("vec_with_capacity").unwrap_or(f64::NAN);
+            o.notes.push(format!(
+                "target: never slower than vec_with_capacity (now {w:.2}x)"
+            ));
+            if size == 64 << 10 {
+                let z = o.speedup("vec_zeroed").unwrap_or(f64::NAN);
+                o.notes
+                    .push(format!("target: >= 2x vec_zeroed at 64 KiB (now {z:.2}x)"));
+            }
+            o
+        })
+        .collect()
+}
+
+/// W4: Jetty's mix, page-touch variant, all 16 sizes and a fixed few.
+fn w4(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+    let pools = [
+        ("unbounded", w4_pool(None, true)),
+        ("cap_1mib", w4_pool(Some(1 << 20), true)),
+        ("unbounded_stats_off", w4_pool(None, false)),
+    ];
+    [
+        ("all 16 sizes", &W4_ALL_SIZES[..]),
+        ("a fixed few sizes", &W4_FEW_SIZES[..]),
+    ]
+    .into_iter()
+    .map(|(diversity, sizes)| {
+        let hits: Vec<std::cell::Cell<(f64, u64)>> = pools
+            .iter()
+            .map(|_| std::cell::Cell::new((0.0, 0)))
+            .collect();
+        let mut contenders: Vec<Contender<'_>> = pools
+            .iter()
+            .zip(&hits)
+            .map(|((name, pool), hits)| {
+                Contender::new(name, move |n| {
+                    let run = w4_mix(pool, sizes, Touch::Page, n);
+                    if !run.hit_ratio_4k.is_nan() {
+                        let (sum, count) = hits.get();
+                        hits.set((sum + run.hit_ratio_4k * n as f64, count + n));
+                    }
+                    run.elapsed
+                })
+            })
+            .collect();
+        let results = measure(&mut contenders, budget, |c| {
+            step(&format!("W4 {diversity} {c}"))
+        });
+        let mut o = Outcome {
+            id: "W4",
+            title: format!(
+                "Jetty's mix: 4 KiB in + random 4..64 KiB out, one byte per page, {diversity}"
+            ),
+            unit: Unit::MopsPerSec,
+            ours: "cap_1mib",
+            results,
+            notes: Vec::new(),
+        };
+        let mops = |name: &str| {
+            o.results
+                .iter()
+                .find(|m| m.name == name)
+                .map_or(f64::NAN, |m| 1e3 / m.median_ns)
+        };
+        let (unbounded, capped, stats_off) = (
+            mops("unbounded"),
+            mops("cap_1mib"),
+            mops("unbounded_stats_off"),
+        );
+        let (sum, count) = hits[1].get();
+        let capped_hits = if count > 0 {
+            100.0 * sum / count as f64
+        } else {
+            f64::NAN
+        };
+        o.notes.push(format!(
+            "targets: >= 30 Mops/s unbounded (now {unbounded:.1}); the 1 MiB cap costs <= 20% \
+                 (now {:.1}%); 4 KiB hit ratio >= 99.9% with the cap (now {capped_hits:.3}%); \
+                 statistics cost <= 3% (now {:.1}%)",
+            100.0 * (1.0 - capped / unbounded),
+            100.0 * (1.0 - unbounded / stats_off),
+        ));
+        o
+    })
+    .collect()
+}
+
+/// W5: Panama's pooled segments: K buffers of 1 KiB, written and released.
+fn w5(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+    let pool = w5_pool();
+    let exhausted = w5_exhausted_pool();
+    [1usize, 16, 200]
+        .into_iter()
+        .map(|k| {
+            let mut bump = bumpalo::Bump::new();
+            let mut contenders = vec![
+                Contender::new("scope", |n| w5_scope(&pool, k, n)),
+                Contender::new("direct_acquire", |n| w5_acquire(&pool, k, n)),
+                Contender::new("exhausted_pool", |n| w5_acquire(&exhausted, k, n)),
+                Contender::new("vec", move |n| w5_vec(k, n)),
+                Contender::new("bumpalo", move |n| w5_bumpalo(&mut bump, k, n)),
+            ];
+            let mut results = measure(&mut contenders, budget, |c| step(&format!("W5 K={k} {c}")));
+            // Per buffer, so that the rows for different K read alike.
+            for m in &mut results {
+                m.samples_ns.iter_mut().for_each(|ns| *ns /= k as f64);
+                m.median_ns /= k as f64;
+            }
+            let mut o = Outcome {
+                id: "W5",
+                title: format!("{k} buffer(s) of 1 KiB allocated, written, released; per buffer"),
+                unit: Unit::NsPerOp,
+                ours: "scope",
+                results,
+                notes: Vec::new(),
+            };
+            let b = o.speedup("bumpalo").unwrap_or(f64::NAN);
+            o.notes.push(format!(
+                "target: scope within 1.5x of bumpalo (now {:.2}x)",
+                1.0 / b
+            ));
+            if k == 200 {
+                let v = o.speedup("vec").unwrap_or(f64::NAN);
+                o.notes.push(format!(
+                    "target: scope faster than vec at K=200 (now {v:.2}x)"
+                ));
+            }
+            o
+        })
+        .collect()
 }
 
 /// W6: objects released on a random one of two worker threads.
