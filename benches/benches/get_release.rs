@@ -3,7 +3,7 @@
 //! allocators, the peer pools, and the floor (a bare thread-local
 //! `VecDeque`).
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use recycler_benches::{
     BoxJemalloc, BoxMimalloc, BoxSystem, Jemalloc, LockfreeLinear, LockfreeSpinLock, Msg, OPool,
     OPoolLocal, ObjectPool, Poolshark, ShardedSlab, Take, w1_floor, w1_get_release,
@@ -19,6 +19,8 @@ fn bench<S: Take>(
     source: &S,
 ) {
     for held in [1usize, 16] {
+        // One iteration is a round of `held` gets and releases.
+        c.throughput(Throughput::Elements(held as u64));
         c.bench_with_input(BenchmarkId::new(name, held), &held, |b, &held| {
             b.iter_custom(|iters| w1_get_release(source, held, iters));
         });

@@ -11,7 +11,7 @@ use crate::payload::Msg;
 use crate::source::{Source, Take};
 
 /// W1: get, touch, release on one thread, `held` objects at a time; runs
-/// `iters` rounds and returns the time per object.
+/// `iters` rounds (`iters * held` objects) and returns the elapsed time.
 ///
 /// The guards are not passed through `black_box` themselves (only the objects
 /// they point to): moving a multi-word guard through memory that way measures
@@ -36,11 +36,12 @@ pub fn w1_get_release<S: Take>(source: &S, held: usize, iters: u64) -> Duration 
             guards.clear();
         }
     }
-    start.elapsed() / u32::try_from(held.max(1)).unwrap_or(u32::MAX)
+    start.elapsed()
 }
 
 /// The floor of W1: a bare thread-local `VecDeque` of boxes, popped and
-/// pushed at the back, with the same reset as the recycler's.
+/// pushed at the back, with the same reset as the recycler's; `iters`
+/// rounds of `held` objects, like [`w1_get_release`].
 pub fn w1_floor(held: usize, iters: u64) -> Duration {
     thread_local! {
         static STACK: std::cell::RefCell<VecDeque<Box<Msg>>> =
@@ -72,7 +73,7 @@ pub fn w1_floor(held: usize, iters: u64) -> Duration {
             guards.drain(..).for_each(give);
         }
     }
-    start.elapsed() / u32::try_from(held.max(1)).unwrap_or(u32::MAX)
+    start.elapsed()
 }
 
 /// Waits a little for the other side of a queue: spins, then yields the CPU

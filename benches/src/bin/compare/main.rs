@@ -182,11 +182,14 @@ fn run(args: &Args) -> Result<(), String> {
     let mut progress = Progress::new(total);
     let mut outcomes = Vec::new();
     for w in &args.workloads {
+        let started = Instant::now();
         let done = workloads::run(w, budget, &mut |what| progress.step(what));
+        let took = started.elapsed();
         progress.clear();
         for o in &done {
             println!("{}", report::table(o));
         }
+        println!("    ({w} took {:.1}s)\n", took.as_secs_f64());
         outcomes.extend(done);
     }
     println!("took {:.1}s", progress.started.elapsed().as_secs_f64());

@@ -20,6 +20,8 @@ use crate::report::{Outcome, Unit};
 
 /// The workloads, in order, with how many contenders each measures (for the
 /// progress bar).
+/// W7 takes at most 7 samples per contender (see [`w7`]); the progress bar
+/// counts `samples` for it anyway, so it may end a little early.
 pub(crate) const WORKLOADS: [(&str, usize); 8] = [
     ("W1", 2 * 12),
     ("W2", 10),
@@ -43,6 +45,15 @@ pub(crate) fn run(id: &str, budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<O
         "W7" => w7(budget, step),
         "W8" => w8(budget, step),
         _ => Vec::new(),
+    }
+}
+
+/// Divides every time by `n`: from per round (or per group of threads) to
+/// per item.
+fn per_item(results: &mut [Measured], n: usize) {
+    for m in results {
+        m.samples_ns.iter_mut().for_each(|ns| *ns /= n as f64);
+        m.median_ns /= n as f64;
     }
 }
 
@@ -286,10 +297,7 @@ fn w5(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
             ];
             let mut results = measure(&mut contenders, budget, |c| step(&format!("W5 K={k} {c}")));
             // Per buffer, so that the rows for different K read alike.
-            for m in &mut results {
-                m.samples_ns.iter_mut().for_each(|ns| *ns /= k as f64);
-                m.median_ns /= k as f64;
-            }
+            per_item(&mut results, k);
             let mut o = Outcome {
                 id: "W5",
                 title: format!("{k} buffer(s) of 1 KiB allocated, written, released; per buffer"),
@@ -343,7 +351,7 @@ fn w6(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
 
 /// W7: teardown of N live objects; time per object for each N.
 fn w7(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    let reps = budget.samples;
+    let reps = budget.samples.min(7);
     let sizes = [16usize << 10, 256 << 10, 4 << 20];
     let mut per_object = |name: &'static str, n: usize, f: fn(usize) -> Duration| {
         // One untimed run first: the first touch of this much fresh memory
@@ -396,17 +404,21 @@ fn w7(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
 /// W8: W1 on 1 and 2 threads at once.
 fn w8(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
     let recycler: Recycler<Msg> = Recycler::new();
-    // Time per operation of the whole group: the slowest thread's time
-    // divided by all threads' operations.
     let mut contenders = vec![
         Contender::new("recycler_1_thread", |n| w8_scaling(&recycler, 1, n)),
-        Contender::new("recycler_2_threads", |n| w8_scaling(&recycler, 2, n) / 2),
+        Contender::new("recycler_2_threads", |n| w8_scaling(&recycler, 2, n)),
         Contender::new("box_jemalloc_1_thread", |n| w8_scaling(&BoxJemalloc, 1, n)),
-        Contender::new("box_jemalloc_2_threads", |n| {
-            w8_scaling(&BoxJemalloc, 2, n) / 2
-        }),
+        Contender::new("box_jemalloc_2_threads", |n| w8_scaling(&BoxJemalloc, 2, n)),
     ];
-    let results = measure(&mut contenders, budget, |c| step(&format!("W8 {c}")));
+    let mut results = measure(&mut contenders, budget, |c| step(&format!("W8 {c}")));
+    // Time per operation of the whole group: the slowest thread's time for
+    // `n` operations each, divided by both threads' operations.
+    for m in results
+        .iter_mut()
+        .filter(|m| m.name.ends_with("_2_threads"))
+    {
+        per_item(std::slice::from_mut(m), 2);
+    }
     let mut o = Outcome {
         id: "W8",
         title: "scaling: W1 (1 held) on 1 and 2 threads sharing one pool, aggregate".into(),
