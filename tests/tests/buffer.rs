@@ -364,17 +364,29 @@ fn scope_returns_every_buffer() {
         .max_capacity(16 * KIB)
         .build()
         .unwrap();
+    let held;
     {
         let scope = pool.scope();
+        // 21 000 bytes in slices of 100 to 2 000: bumped from a first 1 KiB
+        // buffer, then from 16 KiB ones.
         let slices: Vec<&mut [u8]> = (1..=20).map(|k| scope.alloc(k * 100)).collect();
         let total: usize = slices.iter().map(|s| s.len()).sum();
         assert_eq!(total, 100 * 210);
+        // Past half a buffer: 9 KiB still fits in the last buffer's room;
+        // 12 KiB does not, and gets a buffer of its own.
+        let big = (scope.alloc(9 * KIB).len(), scope.alloc(12 * KIB).len());
+        assert_eq!(big, (9 * KIB, 12 * KIB));
+        held = scope.len() as u64;
+        assert_eq!(
+            held, 4,
+            "1 KiB and two 16 KiB buffers bumped, one of its own"
+        );
         let in_use: u64 = pool.stats().buckets.iter().map(|b| b.in_use).sum();
-        assert_eq!(in_use, 20);
+        assert_eq!(in_use, held);
     }
     let s = pool.stats();
     assert_eq!(s.buckets.iter().map(|b| b.in_use).sum::<u64>(), 0, "{s}");
-    assert_eq!(s.buckets.iter().map(|b| b.idle).sum::<u64>(), 20, "{s}");
+    assert_eq!(s.buckets.iter().map(|b| b.idle).sum::<u64>(), held, "{s}");
     assert_conserved(&s, 0);
 }
 

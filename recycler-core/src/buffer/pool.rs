@@ -345,11 +345,20 @@ impl BufferPool {
     ///     a[0] = 1;
     ///     b[0] = 2;
     ///     assert_eq!((a.len(), b.len()), (100, 200));
-    /// } // both buffers back in the pool
-    /// assert_eq!(pool.stats().buckets[0].idle, 2);
+    /// } // the scope's buffer (one of 4 KiB holds both) back in the pool
+    /// assert_eq!(pool.stats().idle_memory, 4096);
     /// ```
     pub fn scope(&self) -> Scope<'_> {
         Scope::new(self)
+    }
+
+    /// The capacity of the buffers a scope bump-allocates its slices from
+    /// (a bucket's, at most 64 KiB), the alignment of every buffer, and the
+    /// bucket step.
+    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
+        let c = &self.inner.config;
+        let chunk = c.max_capacity.min(64 << 10).div_ceil(c.bucket_step) * c.bucket_step;
+        (chunk.min(c.max_capacity), c.alignment.max(1), c.bucket_step)
     }
 
     /// A snapshot of the pool's counters, summed over all threads: exact once

@@ -1,6 +1,7 @@
 //! [`Scope`]: an allocator bound to a pool (Panama's pool-bound allocator).
-//! Every slice it hands out is a pooled buffer; they all go back to the pool
-//! when the scope drops.
+//! It bump-allocates slices from buffers it takes from the pool (a slice of
+//! more than half a buffer gets a buffer of its own); they all go back to
+//! the pool when the scope drops.
 
 use std::cell::Cell;
 use std::fmt;
@@ -20,13 +21,19 @@ const INLINE: usize = 4;
 /// Room the `Vec` starts with when the inline slots are full.
 const FIRST_SPILL: usize = 28;
 
-/// An allocator of byte slices from a [`BufferPool`]: each
-/// [`alloc`](Self::alloc) takes a buffer from the pool and lends out its
-/// first bytes; every buffer goes back to the pool when the scope drops.
+/// An allocator of byte slices from a [`BufferPool`]: [`alloc`](Self::alloc)
+/// bump-allocates from a buffer the scope took from the pool (the pool's
+/// bucket of 64 KiB, or its largest if smaller; the first one a sixteenth of
+/// that), taking another when that one is full; a slice of more than half such a buffer, or one for which a
+/// whole buffer would not fit under the pool's memory limit, gets a buffer
+/// of its own.
+/// Every buffer goes back to the pool when the scope drops.
 ///
 /// Like an arena (`bumpalo`), it allocates through `&self`, so several
-/// slices from one scope can be alive and mutable at once; unlike an arena,
-/// its memory is reused across scopes, through the pool.
+/// slices from one scope can be alive and mutable at once, and most
+/// allocations are a pointer bump; unlike an arena, its memory is reused
+/// across scopes, through the pool. Every slice starts at the pool's
+/// [`alignment`](super::BufferPoolBuilder::alignment).
 ///
 /// Made by [`BufferPool::scope`]. Not `Sync`: one thread allocates from it at
 /// a time (it may move to another thread between uses).
@@ -36,21 +43,30 @@ const FIRST_SPILL: usize = 28;
 /// ```
 /// use recycler_core::buffer::BufferPool;
 ///
-/// let pool = BufferPool::builder().bucket_step(1024).max_capacity(16 * 1024).build()?;
+/// let pool = BufferPool::new(); // buckets of 4 KiB to 64 KiB
 /// for request in 0..3u8 {
 ///     let scope = pool.scope();
 ///     let header = scope.alloc_zeroed(64);
 ///     let body = scope.alloc(1000);
 ///     header[0] = request;
 ///     body.fill(request);
-///     assert_eq!(scope.len(), 2);
-/// } // both buffers back in the pool, reused by the next request
-/// let b = &pool.stats().buckets[0];
-/// assert_eq!((b.acquires, b.non_pooled, b.idle), (6, 2, 2));
+///     assert_eq!(scope.len(), 1); // both slices in one 4 KiB buffer
+/// } // the buffer back in the pool, reused by the next request
+/// let b = pool.stats().buckets[0];
+/// assert_eq!((b.capacity, b.acquires, b.non_pooled, b.idle), (4096, 3, 1, 1));
 /// # Ok::<(), recycler_core::ConfigError>(())
 /// ```
 pub struct Scope<'a> {
     pool: &'a BufferPool,
+    /// The capacity of the buffers slices are bumped from, the alignment
+    /// of every slice, and the pool's bucket step.
+    chunk: usize,
+    align: usize,
+    step: usize,
+    /// The next free byte of the newest chunk, and how many bytes it has
+    /// left (0 before the first chunk).
+    next: Cell<*mut u8>,
+    left: Cell<usize>,
     /// Touched only inside `Scope`'s methods, none of which re-enters
     /// another or lends a reference to it out (`!Sync` keeps it on one
     /// thread at a time).
@@ -97,10 +113,22 @@ impl Drop for Held<'_> {
     }
 }
 
+// SAFETY: `next` points into a buffer that the scope itself holds (in
+// `held`, whose guards are `Send`), which moves with it; the bytes it points
+// to are reached only through the scope, which is not `Sync`, so one thread
+// at a time allocates from it.
+unsafe impl Send for Scope<'_> {}
+
 impl<'a> Scope<'a> {
     pub(crate) fn new(pool: &'a BufferPool) -> Self {
+        let (chunk, align, step) = pool.scope_chunk();
         Self {
             pool,
+            chunk,
+            align,
+            step,
+            next: Cell::new(std::ptr::null_mut()),
+            left: Cell::new(0),
             held: UnsafeCell::new(Held {
                 inline: [const { MaybeUninit::uninit() }; INLINE],
                 n: 0,
@@ -114,6 +142,9 @@ impl<'a> Scope<'a> {
     /// bytes a previous user of the buffer left there (memory never written
     /// is zeroed once, so the slice is always initialized). Use
     /// [`alloc_zeroed`](Self::alloc_zeroed) for zeros.
+    ///
+    /// Most calls bump a pointer in the scope's current buffer; see
+    /// [`Scope`].
     ///
     /// # Panics
     ///
@@ -198,21 +229,77 @@ impl<'a> Scope<'a> {
         reason = "an arena's `&self -> &mut` pattern, argued below"
     )]
     pub fn try_alloc(&self, len: usize) -> Result<&mut [u8], AcquireError> {
-        let mut buf = self.pool.try_acquire(len)?;
-        let ptr = buf.init_to(len);
-        self.with_held(|held| held.push(buf));
-        // SAFETY: `ptr` is the first byte of the buffer's allocation, whose
-        // first `len` bytes (`len <= capacity`) `init_to` made initialized.
-        // - Exclusive: the pool hands out each buffer to one holder at a
-        //   time, and the scope, which now holds this one, never reads,
-        //   writes or lends these bytes again; other slices of the scope lie
-        //   in other buffers.
-        // - Alive and in place for the borrow: the bytes live in an
-        //   allocation apart from the guard, so moving the guard (into
-        //   `inline` or `more`, as `more` grows) does not move them; the
-        //   guard returns the buffer only when the scope drops, which
-        //   requires every borrow of `&self`, and so this slice, to be over.
+        // The newest chunk, if the slice fits after aligning its start.
+        let next = self.next.get();
+        let pad = next.addr().wrapping_neg() & (self.align - 1);
+        if let Some(need) = pad.checked_add(len) {
+            if need <= self.left.get() {
+                // SAFETY: `next` points into the newest chunk with
+                // `left >= pad + len` bytes after it, all in the chunk.
+                let ptr = unsafe { next.add(pad) };
+                // SAFETY: as above: `ptr + len` is at most the chunk's end.
+                self.next.set(unsafe { ptr.add(len) });
+                self.left.set(self.left.get() - need);
+                // SAFETY: `[ptr, ptr + len)` lies in a chunk the scope holds,
+                // whose bytes `take` made initialized, and past every slice
+                // handed out before from it (the bump only moves forward);
+                // see `take` for why the bytes stay exclusive, alive and in
+                // place for the borrow.
+                return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
+            }
+        }
+        if len > self.chunk / 2 {
+            // A buffer of its own; the current chunk keeps its room.
+            let ptr = self.take(len, len)?;
+            // SAFETY: as for `take`'s result, `len` bytes of it.
+            return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
+        }
+        // The first buffer is a sixteenth of a full one (at least a bucket,
+        // and room for this slice): a scope that makes one small slice holds
+        // a small buffer. The next ones are full.
+        let size = if self.is_empty() {
+            (self.chunk / 16).max(len).div_ceil(self.step) * self.step
+        } else {
+            self.chunk
+        };
+        let size = size.min(self.chunk);
+        let ptr = match self.take(size, size) {
+            Ok(ptr) => ptr,
+            // A whole chunk does not fit under the memory limit: a buffer
+            // for this slice alone may.
+            Err(_) => {
+                let ptr = self.take(len, len)?;
+                // SAFETY: as for `take`'s result, `len` bytes of it.
+                return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
+            }
+        };
+        // SAFETY: `len <= size` (the first buffer is at least `len`, a full
+        // one at least twice `len`), so `ptr + len` is within the buffer.
+        self.next.set(unsafe { ptr.add(len) });
+        self.left.set(size - len);
+        // SAFETY: the chunk's first `len` bytes, as for `take`'s result.
         Ok(unsafe { slice::from_raw_parts_mut(ptr, len) })
+    }
+
+    /// Takes a buffer of at least `capacity` bytes from the pool, makes its
+    /// first `init` bytes initialized, keeps it until the scope drops, and
+    /// returns its first byte.
+    ///
+    /// The scope lends the buffer's bytes out as slices, each at most once:
+    /// - Exclusive: the pool hands out each buffer to one holder at a time;
+    ///   the scope, which now holds this one, never reads, writes or lends a
+    ///   byte of it again except through the bump pointer, which only moves
+    ///   forward, so no two slices overlap.
+    /// - Alive and in place for the borrow: the bytes live in an allocation
+    ///   apart from the guard, so moving the guard (into `inline` or `more`,
+    ///   as `more` grows) does not move them; the guard returns the buffer
+    ///   only when the scope drops, which requires every borrow of `&self`,
+    ///   and so every slice, to be over.
+    fn take(&self, capacity: usize, init: usize) -> Result<*mut u8, AcquireError> {
+        let mut buf = self.pool.try_acquire(capacity)?;
+        let ptr = buf.init_to(init);
+        self.with_held(|held| held.push(buf));
+        Ok(ptr)
     }
 
     /// Buffers taken from the pool so far.
@@ -293,26 +380,45 @@ mod tests {
             for (i, s) in slices.iter().enumerate() {
                 assert_eq!(s.len(), 100 * (i + 1));
             }
-            assert_eq!(pool.stats().buckets[0].in_use, 10);
+            // 5 500 bytes: 3 600 bumped from a first, 4 KiB buffer, the rest
+            // from a full, 64 KiB one.
+            assert_eq!(scope.len(), 2);
+            let s = pool.stats();
+            assert_eq!(s.buckets.iter().map(|b| b.in_use).sum::<u64>(), 2);
             slices.iter().map(|s| s.as_ptr()).collect()
         };
         let s = pool.stats();
-        assert_eq!((s.buckets[0].in_use, s.buckets[0].idle), (0, 10));
-        // Reused, most recent first.
+        assert_eq!(s.buckets.iter().map(|b| b.in_use).sum::<u64>(), 0);
+        assert_eq!(s.idle_memory, (4 + 64) * 1024);
+        // The buffers are reused: the first slice started at the first
+        // buffer's first byte.
         let again = pool.acquire(1);
-        assert!(ptrs.contains(&again.as_ptr()));
+        assert_eq!(again.as_ptr(), ptrs[0]);
     }
 
     #[test]
     fn slices_are_disjoint_and_independent() {
         let pool = BufferPool::new();
         let scope = pool.scope();
-        let slices: Vec<&mut [u8]> = (0..6u8).map(|_| scope.alloc(4096)).collect();
+        let sizes = [4096, 1, 0, 33, 30_000, 4096, 40_000, 7, 31_000];
+        let slices: Vec<&mut [u8]> = sizes.iter().map(|&n| scope.alloc(n)).collect();
+        let mut ranges: Vec<(usize, usize)> = slices
+            .iter()
+            .map(|s| (s.as_ptr() as usize, s.len()))
+            .collect();
         for (i, s) in slices.into_iter().enumerate() {
             s.fill(i as u8);
             assert!(s.iter().all(|&b| b == i as u8));
         }
-        assert_eq!(format!("{scope:?}"), "Scope { buffers: 6, .. }");
+        ranges.sort_unstable();
+        for w in ranges.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0, "overlap: {w:?}");
+        }
+        // A first buffer of 4 KiB, filled by the first slice; a full one of
+        // 64 KiB for the next ones; 40 000 bytes, over half a full buffer
+        // and more than the room left, in a buffer of its own; 31 000 still
+        // fits in the room left.
+        assert_eq!(format!("{scope:?}"), "Scope { buffers: 3, .. }");
     }
 
     #[test]
