@@ -11,3 +11,8 @@ pub struct DeriveGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/buffers.md")]
 pub struct BuffersGuide;
+
+/// `README.md`: its examples run as this crate's doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct Readme;
