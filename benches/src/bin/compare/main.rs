@@ -160,8 +160,8 @@ fn run(args: &Args) -> Result<(), String> {
         }
     } else {
         Budget {
-            sample: Duration::from_millis(40),
-            samples: 15,
+            sample: Duration::from_millis(25),
+            samples: 11,
         }
     };
     let contenders_per_workload = |w: &str| {

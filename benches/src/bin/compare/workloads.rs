@@ -92,9 +92,10 @@ fn w1(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
                 w1_contender("poolshark", &shark, held),
                 Contender::new("floor_tls_vecdeque", move |n| w1_floor(held, n)),
             ];
-            let results = measure(&mut contenders, budget, |c| {
+            let mut results = measure(&mut contenders, budget, |c| {
                 step(&format!("W1 held={held} {c}"))
             });
+            per_item(&mut results, held);
             let mut o = Outcome {
                 id: "W1",
                 title: format!("get + release on one thread, 64-byte object, {held} held"),
