@@ -606,26 +606,13 @@ impl<T: Recyclable> Inner<T> {
             if let Some(local) = unsafe { home.local() } {
                 if local.is_owned_by(registry::current()) {
                     let max = self.config.max_capacity_per_thread;
-                    // SAFETY: the calling thread owns `local`; the closure
-                    // runs no user code (it moves a box).
-                    let rest = unsafe {
-                        local.with_cache(|c| {
-                            // Room in the cache and in its allocation: the
-                            // push neither spills nor grows.
-                            if c.batch.len() < max && c.batch.len() < c.batch.capacity() {
-                                c.batch.push_back(obj);
-                                None
-                            } else {
-                                Some(obj)
-                            }
-                        })
-                    };
-                    match rest {
-                        None => {
-                            Counters::add_owned(&local.counters.released_local, 1);
-                            return;
-                        }
-                        Some(back) => obj = back,
+                    // SAFETY: the calling thread owns `local`, a cache of
+                    // this recycler, whose capacity is `max`; the admission
+                    // check touches nothing. Room in the cache and in its
+                    // allocation: the push neither spills nor grows.
+                    match unsafe { Self::push_local(local, obj, max, true, |_| true) } {
+                        Ok(()) => return,
+                        Err(back) => obj = back,
                     }
                 }
             }
