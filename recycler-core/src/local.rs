@@ -66,22 +66,23 @@ pub(crate) struct Pending<T> {
     pub(crate) objs: Batch<T>,
 }
 
-// SAFETY: every `Local<T>` is made by `Local::new`, which requires
-// `T: Send`, so the objects a `Local` holds may move between threads. (The
-// impl carries no `T: Send` bound itself so that `Recycler<T>` and the guards
-// need none in their definitions; no `Local<T>` for a `T: !Send` can exist.)
-// A `Local` moves between threads only as a whole: when the `thread_local`
-// crate hands a dead thread's slot to the next thread, and when the recycler
-// drops. The `NonNull`s in `pending` point to other caches of the same
-// recycler, which drop together with it, and they are dereferenced only for
-// the thread-safe parts (`owner`, `inbox`). `recycler` points to the shared
-// state that owns this cache, which is `Sync`.
+// Why a `Local` may cross threads. Every `Local<T>` is made by `Local::new`,
+// which requires `T: Send`, so the objects it holds may move between threads.
+// (The impls carry no `T: Send` bound themselves so that `Recycler<T>` and the
+// guards need none in their definitions; no `Local<T>` for a `T: !Send` can
+// exist.) A `Local` moves between threads only as a whole: when the
+// `thread_local` crate hands a dead thread's slot to the next thread, and
+// when the recycler drops. The `NonNull`s in `pending` point to other caches
+// of the same recycler, which drop together with it, and are dereferenced
+// only for the thread-safe parts (`owner`, `inbox`); `recycler` points to the
+// shared state that owns this cache, which is `Sync`.
+//
+// SAFETY: its objects are `Send` (made only by `Local::new`) and its pointers
+// lead only to `Sync` state of its own recycler; see above.
 unsafe impl<T> Send for Local<T> {}
-// SAFETY: shared access from other threads touches only the atomics
-// (`owner`, `counters`) and the inbox, which moves `Box<T>`s between threads
-// (sound as above: `T: Send` for every `Local` that exists); the
-// unsynchronized `cache` is touched only by the thread whose token is in
-// `owner` (every `unsafe fn` of `Local` that reaches it requires that).
+// SAFETY: other threads touch only the atomics (`owner`, `counters`) and the
+// inbox, which moves `Send` boxes; `cache` is touched only by the thread whose
+// token is in `owner` (every `unsafe fn` of `Local` that reaches it says so).
 unsafe impl<T> Sync for Local<T> {}
 
 impl<T> Local<T> {

@@ -6,10 +6,13 @@
 //! hold plus what idles; idle memory is within its documented bound; and the
 //! memory limit was never crossed.
 
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
+use common::Rng;
 use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf};
 
 const THREADS: usize = 4;
@@ -18,17 +21,6 @@ const OPS_PER_ROUND: usize = 1500;
 const MAX_CAPACITY: usize = 64 * 1024;
 const IDLE_CAP: usize = 512 * 1024;
 const LIMIT: usize = 4 << 20;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// Bytes the threads hold right now (in use), kept by the test itself.
 static HELD: AtomicU64 = AtomicU64::new(0);

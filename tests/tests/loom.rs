@@ -14,16 +14,19 @@
 //! twice), and every idle object can be taken by the surviving thread.
 //!
 //! Loom's `JoinHandle::join` returns before the thread's thread-locals are
-//! destroyed, so a spawned thread ends with [`exit`], which runs the real
-//! exit hooks at that point.
+//! destroyed, so a spawned thread ends through `loom_support::spawn`, which
+//! runs the real exit hooks at that point.
 
 #![cfg(loom)]
+
+mod loom_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use loom::sync::Mutex;
 use loom::thread;
+use loom_support::{model, spawn};
 use recycler_core::{OwnedPooled, Recyclable, Recycler};
 
 /// A payload counting how many exist; std atomics, outside the model.
@@ -57,29 +60,6 @@ fn tiny(alive: &Arc<AtomicUsize>) -> Arc<Recycler<Obj>> {
     .build()
     .unwrap();
     Arc::new(pool)
-}
-
-/// Ends a spawned thread as its exit would: runs its exit hooks now.
-fn exit() {
-    recycler_core::__loom_thread_exit();
-}
-
-/// Spawns a loom thread that runs `f`, then exits through the hooks.
-fn spawn(f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
-    thread::spawn(move || {
-        f();
-        exit();
-    })
-}
-
-/// Runs `f` under loom with a preemption bound of 2 unless
-/// `LOOM_MAX_PREEMPTIONS` says otherwise.
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
-    }
-    builder.check(f);
 }
 
 /// The audit every model ends with, on the last thread standing.

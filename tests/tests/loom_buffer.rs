@@ -11,9 +11,11 @@
 
 #![cfg(loom)]
 
+mod loom_support;
+
 use std::sync::Arc;
 
-use loom::thread;
+use loom_support::{model, spawn};
 use recycler_core::Recycler;
 use recycler_core::buffer::BufferPool;
 
@@ -28,23 +30,6 @@ fn tiny_pool(cap: usize) -> Arc<BufferPool> {
         .build()
         .unwrap();
     Arc::new(pool)
-}
-
-/// Spawns a loom thread that runs `f`, then exits through the real exit
-/// hooks (loom's `join` returns before thread-locals are destroyed).
-fn spawn(f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
-    thread::spawn(move || {
-        f();
-        recycler_core::__loom_thread_exit();
-    })
-}
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
-    }
-    builder.check(f);
 }
 
 /// The audit every pool model ends with, on the last thread standing.

@@ -9,21 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::thread;
 use std::time::Duration;
 
-use common::{Counts, assert_conserved, builder};
+use common::{Counts, Rng, assert_conserved, builder};
 use crossbeam_channel::{Receiver, Sender};
 use recycler_core::Pooled;
-
-/// A small deterministic generator (xorshift), one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn run(threads: usize, ops_per_thread: usize, max_capacity: usize, batch: usize) {
     let counts = Counts::new();

@@ -240,11 +240,11 @@ impl<'a> Scope<'a> {
                 // SAFETY: as above: `ptr + len` is at most the chunk's end.
                 self.next.set(unsafe { ptr.add(len) });
                 self.left.set(self.left.get() - need);
-                // SAFETY: `[ptr, ptr + len)` lies in a chunk the scope holds,
-                // whose bytes `take` made initialized, and past every slice
-                // handed out before from it (the bump only moves forward);
-                // see `take` for why the bytes stay exclusive, alive and in
-                // place for the borrow.
+                // The slice lies past every slice handed out before from
+                // this chunk (the bump only moves forward); `take` says why
+                // its bytes stay exclusive, alive and in place.
+                // SAFETY: `[ptr, ptr + len)` is initialized bytes of a chunk
+                // the scope holds, lent out once (see above).
                 return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
             }
         }

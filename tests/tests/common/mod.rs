@@ -111,3 +111,15 @@ pub(crate) fn assert_conserved(pool: &Recycler<Counted>, counts: &Counts, detach
         "objects alive vs books: {s}"
     );
 }
+
+/// A small deterministic generator (xorshift), one per thread.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
