@@ -28,6 +28,10 @@ pub(crate) struct Config {
     pub(crate) depot_capacity: usize,
     /// Cap on the bytes idle objects retain, if any.
     pub(crate) max_idle_bytes: Option<usize>,
+    /// Whether a release on another thread resets the object there (the
+    /// default) or leaves it to the object's home (see
+    /// [`RecyclerBuilder::reset_on_return`]).
+    pub(crate) reset_on_return: bool,
 }
 
 /// An idle-memory account shared with other recyclers (the buckets of a
@@ -42,6 +46,7 @@ impl Config {
         ratio: 1,
         depot_capacity: 4 * 4096,
         max_idle_bytes: None,
+        reset_on_return: true,
     };
 
     /// Whether released objects may be kept at all.
@@ -64,6 +69,7 @@ impl Config {
 /// | [`ratio`](Self::ratio) | 1 | pool one of every `ratio` freshly made objects |
 /// | [`depot_capacity`](Self::depot_capacity) | 4 × `max_capacity_per_thread` | idle objects the shared depot holds |
 /// | [`max_idle_bytes`](Self::max_idle_bytes) | none | cap on the bytes idle objects retain |
+/// | [`reset_on_return`](Self::reset_on_return) | `true` | reset a foreign release on the releasing thread, or at home |
 ///
 /// # Examples
 ///
@@ -84,6 +90,7 @@ pub struct RecyclerBuilder<T> {
     ratio: usize,
     depot_capacity: Option<usize>,
     max_idle_bytes: Option<usize>,
+    reset_on_return: bool,
 }
 
 impl<T> RecyclerBuilder<T> {
@@ -95,6 +102,7 @@ impl<T> RecyclerBuilder<T> {
             ratio: Config::DEFAULT.ratio,
             depot_capacity: None,
             max_idle_bytes: None,
+            reset_on_return: Config::DEFAULT.reset_on_return,
         }
     }
 
@@ -235,6 +243,62 @@ impl<T> RecyclerBuilder<T> {
         self
     }
 
+    /// Where a guard released on *another* thread than the one that got it
+    /// is reset (default `true`: on the releasing thread, like every other
+    /// release).
+    ///
+    /// With `false`, such a release leaves the object as it is and sends it
+    /// home; the thread that owns the home resets it when it takes the batch
+    /// in (its `get` that found its cache empty), or, if that thread has
+    /// exited, the thread that moves the batch to the shared depot. Releases
+    /// on the thread that got the object still reset at once.
+    ///
+    /// Why: `reset` writes the object, so on the releasing thread it pulls
+    /// the object's cache lines over in exclusive state, and the home thread's
+    /// next write must pull them back: three cache-line transfers per object
+    /// in a producer/consumer pipeline, where a remote `free` costs two.
+    /// Resetting at home, where the lines are still shared, saves that
+    /// transfer. `docs/design.md` has the measurements.
+    ///
+    /// What changes:
+    ///
+    /// - an object waiting to go home (in a batch, in the inbox) holds on to
+    ///   its contents until it is reset, so it keeps their memory alive a
+    ///   little longer;
+    /// - a `reset` that panics there cannot reach the code that released the
+    ///   guard, which has moved on, nor should it reach an unrelated `get`:
+    ///   the panic is caught, the object is dropped and counted in
+    ///   [`RecyclerStats::dropped`](crate::RecyclerStats::dropped), and the
+    ///   thread carries on (the panic hook still reports the panic). An
+    ///   object's `Drop` that panics while it is dropped there is caught the
+    ///   same way;
+    /// - it cannot be combined with
+    ///   [`max_idle_bytes`](Self::max_idle_bytes), which measures idle
+    ///   objects after their reset: `build` returns a [`ConfigError`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder()
+    ///     .reset_on_return(false)
+    ///     .batch_size(1)
+    ///     .build()?;
+    /// let mut v = pool.get();
+    /// v.extend_from_slice(b"sent away");
+    /// std::thread::scope(|s| {
+    ///     s.spawn(move || drop(v)); // not reset there, sent home
+    /// });
+    /// let v = pool.get(); // the same vector, reset here as it came in
+    /// assert!(v.is_empty() && v.capacity() >= 9);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn reset_on_return(mut self, yes: bool) -> Self {
+        self.reset_on_return = yes;
+        self
+    }
+
     /// Checks every setting.
     fn validate(&self) -> Result<Config, ConfigError> {
         if self.batch_size == 0 {
@@ -252,6 +316,12 @@ impl<T> RecyclerBuilder<T> {
         if self.ratio == 0 {
             return Err(ConfigError::Zero { field: "ratio" });
         }
+        if !self.reset_on_return && self.max_idle_bytes.is_some() {
+            return Err(ConfigError::Conflict {
+                field: "reset_on_return(false)",
+                other: "max_idle_bytes",
+            });
+        }
         let max = self.max_capacity_per_thread;
         Ok(Config {
             max_capacity_per_thread: max,
@@ -263,6 +333,7 @@ impl<T> RecyclerBuilder<T> {
             ratio: self.ratio,
             depot_capacity: self.depot_capacity.unwrap_or(max.saturating_mul(4)),
             max_idle_bytes: self.max_idle_bytes,
+            reset_on_return: self.reset_on_return,
         })
     }
 }
@@ -273,7 +344,8 @@ impl<T: Recyclable + Send + 'static> RecyclerBuilder<T> {
     /// # Errors
     ///
     /// [`ConfigError`] naming the first setting out of range: `batch_size` of
-    /// 0 or above 65536, `ratio` of 0.
+    /// 0 or above 65536, `ratio` of 0, `reset_on_return(false)` together
+    /// with `max_idle_bytes`.
     ///
     /// # Examples
     ///
@@ -297,6 +369,7 @@ impl<T> fmt::Debug for RecyclerBuilder<T> {
             .field("ratio", &self.ratio)
             .field("depot_capacity", &self.depot_capacity)
             .field("max_idle_bytes", &self.max_idle_bytes)
+            .field("reset_on_return", &self.reset_on_return)
             .finish_non_exhaustive()
     }
 }
@@ -328,6 +401,15 @@ mod tests {
         assert_eq!(
             builder().ratio(0).validate(),
             Err(ConfigError::Zero { field: "ratio" })
+        );
+        assert_eq!(
+            builder()
+                .reset_on_return(false)
+                .max_idle_bytes(1)
+                .validate()
+                .unwrap_err()
+                .to_string(),
+            "`reset_on_return(false)` cannot be combined with `max_idle_bytes`"
         );
         let err = builder().batch_size(usize::MAX).validate().unwrap_err();
         assert_eq!(

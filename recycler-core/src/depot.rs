@@ -2,12 +2,21 @@
 //!
 //! A cache that grows past its capacity spills its oldest batch here; a
 //! thread whose cache and inbox are empty refills a whole batch from here
-//! before it calls the factory; a thread that exits leaves its cache here. The
-//! lock is taken once per batch, never per object, and nothing is dropped while
-//! it is held (an object's `Drop` may use the recycler again).
+//! before it calls the factory; a thread that exits leaves its cache here;
+//! `prefill` fills it. The lock is taken once per batch, never per object,
+//! and nothing is dropped while it is held (an object's `Drop` may use the
+//! recycler again).
+//!
+//! The depot also keeps the empty vectors of the batches it hands out, so
+//! that spilling and refilling through it allocate nothing in steady state.
+
+use std::collections::VecDeque;
 
 use crate::inbox::Batch;
 use crate::loom::{Mutex, MutexGuard};
+
+/// Empty batch vectors kept for reuse at most.
+const MAX_SPARES: usize = 64;
 
 pub(crate) struct Depot<T> {
     state: Mutex<State<T>>,
@@ -18,6 +27,8 @@ struct State<T> {
     batches: Vec<Batch<T>>,
     /// Objects in `batches`.
     len: usize,
+    /// Empty vectors of batches taken out, for the next spill.
+    spares: Vec<Batch<T>>,
 }
 
 impl<T> Depot<T> {
@@ -26,6 +37,7 @@ impl<T> Depot<T> {
             state: Mutex::new(State {
                 batches: Vec::new(),
                 len: 0,
+                spares: Vec::new(),
             }),
             capacity,
         }
@@ -56,6 +68,28 @@ impl<T> Depot<T> {
         rejected
     }
 
+    /// Moves up to `n` objects from the front of `from` into the depot, in a
+    /// vector it keeps for the purpose if it has one; returns those that do
+    /// not fit (none, unless the depot is full), for the caller to drop
+    /// outside the lock.
+    pub(crate) fn put_front(&self, from: &mut VecDeque<Box<T>>, n: usize) -> Option<Batch<T>> {
+        let n = n.min(from.len());
+        if n == 0 {
+            return None;
+        }
+        let mut state = self.lock();
+        let room = self.capacity - state.len;
+        let fits = n.min(room);
+        if fits > 0 {
+            let mut batch = state.spares.pop().unwrap_or_default();
+            batch.extend(from.drain(..fits));
+            state.len += fits;
+            state.batches.push(batch);
+        }
+        drop(state);
+        (fits < n).then(|| from.drain(..n - fits).collect())
+    }
+
     /// Takes the newest batch.
     pub(crate) fn take(&self) -> Option<Batch<T>> {
         let mut state = self.lock();
@@ -70,7 +104,10 @@ impl<T> Depot<T> {
         let batch = state.batches.last_mut()?;
         let obj = batch.pop();
         if batch.is_empty() {
-            state.batches.pop();
+            let empty = state.batches.pop();
+            if state.spares.len() < MAX_SPARES {
+                state.spares.extend(empty);
+            }
         }
         if obj.is_some() {
             state.len -= 1;
@@ -78,11 +115,28 @@ impl<T> Depot<T> {
         obj
     }
 
+    /// Keeps `empty`, the vector of a batch taken out, for a later spill.
+    pub(crate) fn put_spare(&self, empty: Batch<T>) {
+        debug_assert!(empty.is_empty());
+        if empty.capacity() == 0 {
+            return;
+        }
+        let mut state = self.lock();
+        if state.spares.len() < MAX_SPARES {
+            state.spares.push(empty);
+        }
+    }
+
     /// Takes everything, for the caller to drop outside the lock.
     pub(crate) fn drain(&self) -> Vec<Batch<T>> {
         let mut state = self.lock();
         state.len = 0;
         std::mem::take(&mut state.batches)
+    }
+
+    /// Room for this many more objects (a snapshot).
+    pub(crate) fn room(&self) -> usize {
+        self.capacity - self.lock().len
     }
 
     /// Objects held now (a snapshot).
@@ -107,6 +161,7 @@ mod tests {
         let rejected = depot.put(batch(4)).unwrap();
         assert_eq!(rejected.len(), 2);
         assert_eq!(depot.len(), 5);
+        assert_eq!(depot.room(), 0);
         assert_eq!(depot.put(batch(1)).map(|b| b.len()), Some(1));
         assert_eq!(depot.take().map(|b| b.len()), Some(2));
         assert!(depot.take_one().is_some());
@@ -114,5 +169,28 @@ mod tests {
         assert_eq!(depot.drain().iter().map(Vec::len).sum::<usize>(), 2);
         assert_eq!(depot.len(), 0);
         assert!(depot.take().is_none() && depot.take_one().is_none());
+    }
+
+    #[test]
+    fn spills_reuse_spare_vectors() {
+        let depot = Depot::new(4);
+        let mut cache: VecDeque<Box<usize>> = (0..6).map(Box::new).collect();
+        let mut taken = {
+            assert!(depot.put_front(&mut cache, 2).is_none());
+            depot.take().unwrap()
+        };
+        assert_eq!(*taken[0], 0, "the front: the oldest");
+        let ptr = taken.as_ptr();
+        taken.clear();
+        depot.put_spare(taken);
+        assert_eq!(depot.put_front(&mut cache, 3), None);
+        let again = depot.take().unwrap();
+        assert_eq!(again.as_ptr(), ptr, "the spare vector was reused");
+        assert_eq!(again.iter().map(|b| **b).collect::<Vec<_>>(), [2, 3, 4]);
+        // Full: what does not fit comes back.
+        assert!(depot.put(batch(4)).is_none());
+        let back = depot.put_front(&mut cache, 1).unwrap();
+        assert_eq!(back.len(), 1);
+        assert!(cache.is_empty());
     }
 }

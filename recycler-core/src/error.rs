@@ -64,6 +64,13 @@ pub enum ConfigError {
         /// That setting's value.
         other_value: usize,
     },
+    /// Two settings that cannot be combined.
+    Conflict {
+        /// The setting's builder method (and its value, where it matters).
+        field: &'static str,
+        /// The setting it conflicts with.
+        other: &'static str,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -94,6 +101,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "`{field}` is {value}, below `{other}` ({other_value}); it must be at least that"
             ),
+            Self::Conflict { field, other } => {
+                write!(f, "`{field}` cannot be combined with `{other}`")
+            }
         }
     }
 }

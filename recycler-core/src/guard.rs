@@ -7,10 +7,11 @@ use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
 use std::ptr::{self, NonNull};
 
-use crate::local::Home;
+use crate::home::Home;
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
-use crate::recycler::{Inner, Recycler};
+use crate::recycler::Recycler;
+use crate::shared::Inner;
 
 /// An object on loan from a [`Recycler`]; returns to the pool when dropped.
 ///
@@ -126,12 +127,13 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
 impl<T: Recyclable> Drop for Pooled<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
-        let reset = Inner::resets(self.home);
+        // Before the object is taken out: see `Inner::release`.
+        let pool = !std::thread::panicking();
         let recycler = self.recycler();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { self.take_box() };
-        recycler.release(obj, self.home, reset);
+        recycler.release(obj, self.home, pool);
     }
 }
 
@@ -234,11 +236,12 @@ impl<T: Recyclable> OwnedPooled<T> {
 impl<T: Recyclable> Drop for OwnedPooled<T> {
     #[inline(always)]
     fn drop(&mut self) {
-        let reset = Inner::resets(self.home);
+        // Before the object is taken out: see `Inner::release`.
+        let pool = !std::thread::panicking();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
-        self.recycler.inner().release(obj, self.home, reset);
+        self.recycler.inner().release(obj, self.home, pool);
     }
 }
 

@@ -49,7 +49,7 @@
 use std::cell::Cell;
 use std::fmt;
 
-use crate::loom::{AtomicU64, Ordering::Relaxed, ThreadSlots, Weak, const_thread_local};
+use crate::loom::{AtomicU64, Ordering::Relaxed, Weak, const_thread_local};
 
 /// Frees idle objects for an [`IdleAccount`]: the buffer pool, which walks
 /// its buckets.
@@ -71,17 +71,19 @@ pub(crate) const fn threshold(cap: u64, largest: u64) -> u64 {
 
 /// A thread's unpublished change to the idle total, in bytes (an `i64` kept
 /// in a `u64`). Written only by its thread, with a load and a store; read by
-/// anyone for [`IdleAccount::total`].
+/// anyone for [`IdleAccount::total`]. It lives with the thread's cache (a
+/// recycler's) or index (a buffer pool's), which is handed to a later thread
+/// only after its delta is published ([`IdleAccount::flush`]).
 #[derive(Debug)]
 pub(crate) struct DeltaCell(AtomicU64);
 
 impl DeltaCell {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self(AtomicU64::new(0))
     }
 
     #[inline(always)]
-    fn get(&self) -> i64 {
+    pub(crate) fn get(&self) -> i64 {
         self.0.load(Relaxed) as i64
     }
 
@@ -103,8 +105,6 @@ pub(crate) struct IdleAccount {
     published: Published,
     cap: i64,
     threshold: i64,
-    /// Every thread's delta.
-    cells: ThreadSlots<DeltaCell>,
     /// Frees idle objects of other members when a release would go over.
     evictor: Option<Weak<dyn Evict>>,
 }
@@ -129,7 +129,6 @@ impl IdleAccount {
             published: Published(AtomicU64::new(0)),
             cap: signed(cap),
             threshold: signed(threshold(cap, largest)),
-            cells: ThreadSlots::new(),
             evictor,
         }
     }
@@ -142,12 +141,6 @@ impl IdleAccount {
     #[inline]
     fn publish(&self, delta: i64) -> i64 {
         (self.published.0.fetch_add(delta as u64, Relaxed) as i64).wrapping_add(delta)
-    }
-
-    /// The calling thread's delta. The thread must be alive (not in its
-    /// thread-local teardown): callers hold a cache of theirs.
-    pub(crate) fn cell(&self) -> &DeltaCell {
-        self.cells.get_or(DeltaCell::new)
     }
 
     /// Adds `delta` to `cell`, publishing it if it reaches the threshold.
@@ -247,13 +240,10 @@ impl IdleAccount {
         }
     }
 
-    /// The idle bytes counted: published plus every thread's delta. Exact
-    /// once all threads are quiet.
-    pub(crate) fn total(&self) -> u64 {
-        let deltas = self
-            .cells
-            .iter()
-            .fold(0i64, |sum, c| sum.wrapping_add(c.get()));
+    /// The idle bytes counted: published plus `deltas`, the sum of every
+    /// thread's delta (the owner of the cells adds them up). Exact once all
+    /// threads are quiet.
+    pub(crate) fn total(&self, deltas: i64) -> u64 {
         self.published().wrapping_add(deltas).max(0) as u64
     }
 }
@@ -310,27 +300,27 @@ mod tests {
     #[test]
     fn single_thread_is_exact() {
         let acct = IdleAccount::new(100, 0, None);
-        let cell = acct.cell();
+        let cell = &DeltaCell::new();
         assert!(acct.try_add(cell, 60));
         assert!(!acct.try_add(cell, 41), "60 + 41 > 100");
         assert!(acct.try_add(cell, 40));
-        assert_eq!(acct.total(), 100);
+        assert_eq!(acct.total(cell.get()), 100);
         assert!(
             !acct.admit(Some(cell), 1, 0),
             "no evictor: the release is refused"
         );
         acct.sub(cell, 30);
-        assert_eq!(acct.total(), 70);
+        assert_eq!(acct.total(cell.get()), 70);
         assert!(acct.admit(Some(cell), 30, 0));
-        assert_eq!(acct.total(), 100);
+        assert_eq!(acct.total(cell.get()), 100);
         acct.forget(100);
-        assert_eq!(acct.total(), 0);
+        assert_eq!(acct.total(cell.get()), 0);
     }
 
     #[test]
     fn deltas_publish_only_past_the_threshold() {
         let acct = IdleAccount::new(800, 0, None); // threshold 100
-        let cell = acct.cell();
+        let cell = &DeltaCell::new();
         assert!(acct.try_add(cell, 99));
         assert_eq!(acct.published(), 0, "below the threshold: not published");
         assert!(acct.try_add(cell, 1));
@@ -370,7 +360,7 @@ mod tests {
             let weak: Weak<dyn Evict> = Arc::downgrade(&fake) as Weak<dyn Evict>;
             let acct = Arc::new(IdleAccount::new(100, 0, Some(weak)));
             *fake.acct.lock().unwrap() = Some(Arc::clone(&acct));
-            let cell = acct.cell();
+            let cell = &DeltaCell::new();
             assert!(acct.try_add(cell, 90));
             assert_eq!(acct.admit(Some(cell), 30, 3), admitted);
             assert_eq!(
@@ -379,8 +369,8 @@ mod tests {
                 "excess 20, skip member 3"
             );
             let expected = if admitted { 90 - 27 + 30 } else { 90 - 5 };
-            assert_eq!(acct.total(), expected);
-            assert!(acct.total() <= 100);
+            assert_eq!(acct.total(cell.get()), expected);
+            assert!(acct.total(cell.get()) <= 100);
         }
     }
 

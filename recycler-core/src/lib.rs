@@ -195,17 +195,26 @@ extern crate self as recycler_core;
 
 pub mod buffer;
 mod builder;
+mod cache;
 mod depot;
 mod error;
+mod exit;
 mod guard;
+mod handoff;
+mod home;
 mod idle;
 mod inbox;
-mod local;
 mod loom;
+mod owner;
+mod reclaim;
 mod recyclable;
 mod recycler;
+mod refill;
 mod registry;
+mod release;
+mod shared;
 mod shrink;
+mod slots;
 mod stats;
 
 pub use crate::builder::RecyclerBuilder;

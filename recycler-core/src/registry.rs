@@ -1,39 +1,40 @@
-//! Thread tokens, and the exit hook that empties a thread's caches when the
-//! thread ends.
+//! Thread tokens, the hot index, and the exit hooks that hand a thread's
+//! caches over when the thread ends.
 //!
 //! Every thread that uses a recycler gets a [`Token`]: a number no other
 //! thread of the process ever gets, so that comparing a cache's owner with the
-//! calling thread's token is a plain load and compare. Tokens are never
-//! reused, unlike the ids of the `thread_local` crate, which hands a dead
-//! thread's slot to the next thread that takes its id.
+//! calling thread's token is a plain load and compare. Tokens are multiples
+//! of [`TOKEN_STEP`]: a guard's home keeps flags in the low bits of a cache
+//! address, and the release path compares the cache's owner with the
+//! calling thread's token *or'ed with those flags*, so one compare tells
+//! "this thread owns the cache and nothing sends the release down the slow
+//! path" (as mimalloc folds a page's flags into its owner word).
 //!
-//! The `thread_local` crate does not drop a thread's value when the thread
-//! exits, so a thread's cached objects would stay where they are until some
-//! later thread happened to get the same id. To avoid stranding them, the
-//! first time a thread claims a cache it registers an [`ExitFlush`] hook in a
-//! thread-local of its own; the hook runs when the thread's thread-locals are
-//! destroyed and hands the cache's contents to the shared depot.
+//! The first time a thread claims a cache (or a buffer pool's index) it
+//! registers an [`ExitFlush`] hook in a thread-local of its own; the hook
+//! runs when the thread's thread-locals are destroyed and hands the cache's
+//! contents to shared storage, then gives the cache up for a later thread
+//! ([`crate::slots`]). The hooks also serve as the thread's map from a
+//! recycler to its cache, behind the hot index.
 //!
 //! # The hot index
 //!
-//! `get` must find the calling thread's cache in a few instructions. Looking
-//! it up through the `thread_local` crate costs a thread-id read, a bucket
-//! load and a presence check, and then an owner check. So each thread keeps a
-//! tiny direct-mapped index of its own: [`HOT_SLOTS`] entries of (recycler
-//! id, cache pointer), filled on the slow path. An entry exists only while the
-//! thread owns the cache, so a hit needs no owner check. Recycler ids are never reused, so an entry of a
-//! dropped recycler can never match. The exit hook clears the index before
-//! the thread gives its caches up.
+//! `get` must find the calling thread's cache in a few instructions. So each
+//! thread keeps a tiny direct-mapped index: [`HOT_SLOTS`] entries of
+//! (recycler key, cache pointer), filled on the slow path. An entry exists
+//! only while the thread owns the cache and the cache has no foreign
+//! releases pending, so a hit needs no other check. Recycler keys are never
+//! reused, so an entry of a dropped recycler can never match. The exit hook
+//! clears the index before the thread gives its caches up.
 //!
-//! # Ordering with the `thread_local` crate
+//! # Teardown
 //!
-//! The hook must run while the thread still owns its slot, i.e. before the
-//! `thread_local` crate's own thread-local guard frees the thread's id. The
-//! crate registers that guard the first time the thread touches any
-//! `ThreadLocal`; [`assign`] makes sure that has happened before it registers
-//! our hooks, and thread-local destructors run in reverse order of
-//! registration on the platforms `std` supports, so ours run first. The hook
-//! also re-checks ownership before touching a cache.
+//! A thread whose exit hooks have run (or are running) owns nothing: its
+//! token reads [`EXITED`], and every guard it drops afterwards takes the
+//! foreign path. A thread whose *first* use of a recycler happens inside a
+//! thread-local destructor registers its hooks then; `std` runs destructors
+//! registered during teardown too, so that thread's cache is handed over
+//! like any other.
 //!
 //! Note that `std::thread::scope` returns once its threads' closures have
 //! returned, which can be before their thread-local destructors (and so these
@@ -50,29 +51,36 @@ pub(crate) type Token = u64;
 /// The owner of a cache that no live thread owns.
 pub(crate) const NOBODY: Token = 0;
 
+/// Tokens are multiples of this; the bits below it are free for a home's
+/// flags (see the module docs).
+pub(crate) const TOKEN_STEP: u64 = 4;
+
 /// The calling thread has not used any recycler yet.
 const UNASSIGNED: Token = u64::MAX;
 
 /// The calling thread is exiting: its thread-locals are being destroyed.
 pub(crate) const EXITED: Token = u64::MAX - 1;
 
-/// The next token to hand out; live tokens are `1..EXITED`.
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
+/// The next token to hand out; live tokens are multiples of [`TOKEN_STEP`]
+/// from `TOKEN_STEP` up (never `NOBODY`; `UNASSIGNED` and `EXITED` are not
+/// multiples of it).
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(TOKEN_STEP);
 
-/// The next recycler id; 0 marks an empty [`HOT`] entry.
-static NEXT_RECYCLER_ID: AtomicU64 = AtomicU64::new(1);
+/// The next recycler (or pool) key; 0 marks an empty [`HOT`] entry.
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 
 /// Entries in the hot index (a power of two).
 pub(crate) const HOT_SLOTS: usize = 4;
 
-/// An id for a new recycler, never handed out again.
-pub(crate) fn new_recycler_id() -> u64 {
-    NEXT_RECYCLER_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+/// A key for a new recycler or pool, never handed out again.
+pub(crate) fn new_key() -> u64 {
+    NEXT_KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
-/// What a recycler does with the calling thread's cache when the thread exits.
+/// What a recycler (or pool) does with the calling thread's cache when the
+/// thread exits.
 pub(crate) trait ExitFlush: Send + Sync {
-    /// Empties the cache at `local` into shared storage.
+    /// Empties the cache at `local` into shared storage and gives it up.
     ///
     /// # Safety
     ///
@@ -82,6 +90,8 @@ pub(crate) trait ExitFlush: Send + Sync {
 }
 
 struct Hook {
+    /// The key of the recycler or pool that owns `local`.
+    key: u64,
     target: Weak<dyn ExitFlush>,
     local: *const (),
 }
@@ -158,26 +168,39 @@ pub(crate) fn current() -> Token {
     TOKEN.try_with(Cell::get).unwrap_or(EXITED)
 }
 
-/// The calling thread's cache of the recycler `id`, if the hot index has it;
-/// null otherwise. A non-null result is a cache the calling thread owns.
+/// The calling thread's cache of the recycler `key`, if the hot index has it;
+/// null otherwise. A non-null result is a cache the calling thread owns, with
+/// no foreign releases pending.
 #[inline(always)]
-pub(crate) fn hot(id: u64) -> *const () {
+pub(crate) fn hot(key: u64) -> *const () {
     HOT.try_with(|hot| {
-        let (key, local) = hot[id as usize & (HOT_SLOTS - 1)].get();
-        if key == id { local } else { std::ptr::null() }
+        let (k, local) = hot[key as usize & (HOT_SLOTS - 1)].get();
+        if k == key { local } else { std::ptr::null() }
     })
     .unwrap_or(std::ptr::null())
 }
 
-/// Records `local` as the calling thread's cache of the recycler `id`.
+/// Records `local` as the calling thread's cache of the recycler `key`.
 ///
 /// # Safety
 ///
-/// The calling thread owns `local`, a cache of the recycler `id` that lives as
-/// long as that recycler, until the thread exits (the exit hook clears every
-/// entry before the thread gives its caches up).
-pub(crate) unsafe fn set_hot(id: u64, local: *const ()) {
-    let _ = HOT.try_with(|hot| hot[id as usize & (HOT_SLOTS - 1)].set((id, local)));
+/// The calling thread owns `local`, a cache of the recycler `key` that lives
+/// as long as that recycler, and keeps owning it until it exits (the exit
+/// hook clears every entry before the thread gives its caches up) or it
+/// removes the entry with [`clear_hot`].
+pub(crate) unsafe fn set_hot(key: u64, local: *const ()) {
+    let _ = HOT.try_with(|hot| hot[key as usize & (HOT_SLOTS - 1)].set((key, local)));
+}
+
+/// Removes the calling thread's hot-index entry for the recycler `key`, if
+/// it has one.
+pub(crate) fn clear_hot(key: u64) {
+    let _ = HOT.try_with(|hot| {
+        let entry = &hot[key as usize & (HOT_SLOTS - 1)];
+        if entry.get().0 == key {
+            entry.set(EMPTY);
+        }
+    });
 }
 
 /// Whether `token` names a live thread.
@@ -188,7 +211,7 @@ pub(crate) fn is_live(token: Token) -> bool {
 
 /// Gives the calling thread a token if it has none yet.
 ///
-/// Returns [`EXITED`] when the thread's thread-locals are being destroyed,
+/// Returns [`EXITED`] when the thread's exit hooks have run or are running,
 /// for then no hook could run at its exit and it must own nothing.
 #[cold]
 pub(crate) fn assign() -> Token {
@@ -196,17 +219,14 @@ pub(crate) fn assign() -> Token {
     if token != UNASSIGNED {
         return token;
     }
-    // The `thread_local` crate's exit guard first, then our hooks: the hooks'
-    // destructor, registered later, runs earlier (see the module docs). Both
-    // before the thread can own anything.
-    crate::loom::register_thread_id();
+    // The hooks first: a thread that cannot have them must own nothing.
     if HOOKS.try_with(|_| ()).is_err() {
         return EXITED;
     }
-    let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    // 2^64 - 2 tokens would take centuries to hand out; refuse rather than
-    // wrap into the reserved values.
-    if token >= EXITED {
+    let token = NEXT_TOKEN.fetch_add(TOKEN_STEP, std::sync::atomic::Ordering::Relaxed);
+    // 2^62 tokens would take centuries to hand out; refuse rather than wrap
+    // into the reserved values.
+    if token >= EXITED - TOKEN_STEP {
         return EXITED;
     }
     if TOKEN.try_with(|t| t.set(token)).is_err() || HOOKS.try_with(|h| h.token.set(token)).is_err()
@@ -216,14 +236,32 @@ pub(crate) fn assign() -> Token {
     token
 }
 
+/// The cache the calling thread registered for the recycler `key`, if any
+/// (null otherwise): the map behind the hot index.
+pub(crate) fn registered(key: u64) -> *const () {
+    HOOKS
+        .try_with(|hooks| {
+            hooks
+                .hooks
+                .borrow()
+                .iter()
+                .rev()
+                .find(|h| h.key == key)
+                .map_or(std::ptr::null(), |h| h.local)
+        })
+        .unwrap_or(std::ptr::null())
+}
+
 /// Registers `target.flush_on_exit(local, ..)` to run when the calling thread
-/// exits. Returns `false` if the thread is already exiting.
+/// exits, and `local` as the thread's cache of `key`. Returns `false` if the
+/// thread is already exiting.
 ///
 /// # Safety
 ///
 /// `local` must point to a cache owned by `target` that lives as long as
-/// `target` does, and must be owned by the calling thread.
-pub(crate) unsafe fn register(target: Weak<dyn ExitFlush>, local: *const ()) -> bool {
+/// `target` does, and must be owned by the calling thread; `key` is
+/// `target`'s.
+pub(crate) unsafe fn register(key: u64, target: Weak<dyn ExitFlush>, local: *const ()) -> bool {
     HOOKS
         .try_with(|hooks| {
             let mut hooks = hooks.hooks.borrow_mut();
@@ -231,7 +269,7 @@ pub(crate) unsafe fn register(target: Weak<dyn ExitFlush>, local: *const ()) -> 
             if hooks.len() >= 8 && hooks.len().is_power_of_two() {
                 hooks.retain(|h| h.target.strong_count() > 0);
             }
-            hooks.push(Hook { target, local });
+            hooks.push(Hook { key, target, local });
         })
         .is_ok()
 }

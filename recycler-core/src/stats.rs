@@ -32,6 +32,9 @@ pub(crate) struct Counters {
     /// Objects in use that joined this recycler from elsewhere (a buffer
     /// that grew into another bucket of a buffer pool).
     pub(crate) adopted: StatCounter,
+    /// Objects made by `prefill` (also counted in `created`), which no get
+    /// handed out.
+    pub(crate) prefilled: StatCounter,
 }
 
 impl Counters {
@@ -65,6 +68,7 @@ impl Counters {
         sum.detached = sum.detached.wrapping_add(self.detached.load(Relaxed));
         sum.evicted = sum.evicted.wrapping_add(self.evicted.load(Relaxed));
         sum.adopted = sum.adopted.wrapping_add(self.adopted.load(Relaxed));
+        sum.prefilled = sum.prefilled.wrapping_add(self.prefilled.load(Relaxed));
     }
 }
 
@@ -79,12 +83,16 @@ pub(crate) struct Tally {
     pub(crate) detached: u64,
     pub(crate) evicted: u64,
     pub(crate) adopted: u64,
+    pub(crate) prefilled: u64,
 }
 
 impl Tally {
-    /// Gets served from the pool or by the factory.
+    /// Gets served from the pool or by the factory (the objects `prefill`
+    /// made were made by the factory but handed to nobody).
     pub(crate) fn gets(&self) -> u64 {
-        self.hits.wrapping_add(self.created)
+        self.hits
+            .wrapping_add(self.created)
+            .wrapping_sub(self.prefilled)
     }
 
     /// Releases, on the owning thread or another.
@@ -130,6 +138,7 @@ impl Tally {
             in_use,
             detached: self.detached,
             evicted: self.evicted,
+            prefilled: self.prefilled,
             idle_bytes,
         }
     }
@@ -164,7 +173,8 @@ pub struct RecyclerStats {
     pub gets: u64,
     /// Gets served from the pool rather than by the factory.
     pub hits: u64,
-    /// Objects made by the factory.
+    /// Objects made by the factory (by gets that found the pool empty, and
+    /// by [`prefill`](crate::Recycler::prefill)).
     pub created: u64,
     /// Guards released on the thread that got them.
     pub released_local: u64,
@@ -184,6 +194,9 @@ pub struct RecyclerStats {
     /// Idle objects freed to make room under the idle-memory cap (also
     /// counted in `dropped`).
     pub evicted: u64,
+    /// Objects made by [`prefill`](crate::Recycler::prefill) (also counted
+    /// in `created`, but not in `gets`).
+    pub prefilled: u64,
     /// Bytes held by idle objects, by [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes),
     /// for a recycler with [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes);
     /// 0 without a cap (not counted).
@@ -205,7 +218,8 @@ impl RecyclerStats {
 impl fmt::Display for RecyclerStats {
     /// One line, e.g. `gets 1000 (hits 990, 99.0%), created 10, released
     /// 1000 (local 900, remote 100), dropped 2, idle 8, in use 0, detached 0`,
-    /// followed by `, evicted 3, idle bytes 4096` under an idle-memory cap.
+    /// followed by `, prefilled 64` after a `prefill` and `, evicted 3, idle
+    /// bytes 4096` under an idle-memory cap.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -223,6 +237,9 @@ impl fmt::Display for RecyclerStats {
             self.in_use,
             self.detached,
         )?;
+        if self.prefilled != 0 {
+            write!(f, ", prefilled {}", self.prefilled)?;
+        }
         if self.evicted != 0 || self.idle_bytes != 0 {
             write!(
                 f,

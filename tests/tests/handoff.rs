@@ -127,20 +127,24 @@ fn two_foreign_releasers() {
 }
 
 #[test]
-fn full_inbox_drops_and_counts() {
-    let counts = Counts::new();
-    // The inbox holds at most `max_capacity_per_thread` objects.
-    let pool = builder(&counts)
-        .max_capacity_per_thread(8)
-        .batch_size(4)
-        .build()
-        .unwrap();
-    let guards: Vec<_> = (0..20).map(|_| pool.get()).collect();
-    thread::scope(|s| s.spawn(move || drop(guards)).join().unwrap());
-    let s = pool.stats();
-    assert_eq!((s.idle, s.dropped), (8, 12), "{s}");
-    assert_eq!(counts.alive(), 8);
-    assert_conserved(&pool, &counts, 0);
+fn full_inbox_sends_to_the_depot_then_drops_and_counts() {
+    // The inbox holds at most `max_capacity_per_thread` objects; the rest
+    // go to the depot, and what the depot cannot hold is dropped.
+    for (depot, idle) in [(32, 20), (4, 12)] {
+        let counts = Counts::new();
+        let pool = builder(&counts)
+            .max_capacity_per_thread(8)
+            .batch_size(4)
+            .depot_capacity(depot)
+            .build()
+            .unwrap();
+        let guards: Vec<_> = (0..20).map(|_| pool.get()).collect();
+        thread::scope(|s| s.spawn(move || drop(guards)).join().unwrap());
+        let s = pool.stats();
+        assert_eq!((s.idle, s.dropped), (idle, 20 - idle), "{s}");
+        assert_eq!(counts.alive(), idle);
+        assert_conserved(&pool, &counts, 0);
+    }
 }
 
 #[test]

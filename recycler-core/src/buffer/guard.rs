@@ -8,10 +8,12 @@ use std::io;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
 
+use super::buckets::GROWN;
 use super::buf::Buf;
-use super::pool::{BufferPool, GROWN, PoolInner};
+use super::inner::PoolInner;
+use super::pool::BufferPool;
 use crate::error::AcquireError;
-use crate::local::Home;
+use crate::home::Home;
 use crate::loom::Arc;
 
 /// How a buffer reaches its pool.

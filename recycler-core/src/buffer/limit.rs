@@ -9,6 +9,9 @@ use std::fmt;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::inner::PoolInner;
+use crate::error::AcquireError;
+use crate::idle;
 use crate::loom::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// The bytes a pool has allocated and its limit.
@@ -142,6 +145,36 @@ impl Backoff {
             thread::sleep(Self::sleep_for(step).min(left));
         }
         true
+    }
+}
+
+impl PoolInner {
+    /// Reserves `bytes` on the ledger; at the limit, frees idle buffers it
+    /// can reach and retries, a few times.
+    pub(crate) fn reserve(&self, bytes: usize) -> Result<(), AcquireError> {
+        const RECLAIMS: u32 = 3;
+        let want = bytes as u64;
+        let mut reclaims = 0;
+        loop {
+            let Err(allocated) = self.ledger.reserve(want) else {
+                return Ok(());
+            };
+            let limit = self.ledger.limit().unwrap_or(u64::MAX);
+            let fail = AcquireError::LimitExceeded {
+                requested: bytes,
+                allocated,
+                limit,
+            };
+            if want > limit || reclaims == RECLAIMS {
+                return Err(fail);
+            }
+            reclaims += 1;
+            let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
+            let start = idle::random_below(self.buckets.len(), allocated);
+            if self.evict_walk(short, None, start) == 0 {
+                return Err(fail);
+            }
+        }
     }
 }
 

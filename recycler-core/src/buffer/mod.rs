@@ -62,15 +62,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod buckets;
 mod buf;
 mod builder;
 #[cfg(feature = "bytes")]
 mod bytes;
+mod evict;
 mod guard;
+mod index;
+mod inner;
 mod limit;
+mod owner;
 mod pool;
 mod raw;
 mod scope;
+mod slow;
 mod stats;
 
 pub use self::builder::BufferPoolBuilder;

@@ -1,0 +1,77 @@
+//! Bucket selection and growth: which bucket serves a request, which bucket
+//! a buffer of a given capacity belongs to, and how a buffer grows (to the
+//! next bucket, or past the largest), charged to the ledger.
+
+use super::buf::Buf;
+use super::inner::PoolInner;
+use super::raw::AlignedBuf;
+use crate::error::AcquireError;
+
+/// The origin of a buffer above `max_capacity`.
+pub(crate) const OVERSIZE: u32 = u32::MAX;
+
+/// Marks the origin of a buffer that grew: its release takes the slow path,
+/// which finds the bucket of its new capacity. (Buckets are far fewer than
+/// this bit.)
+pub(crate) const GROWN: u32 = 1 << 31;
+
+impl PoolInner {
+    /// The bucket for a request of `capacity` bytes; `buckets.len()` or more
+    /// for oversize.
+    #[inline(always)]
+    pub(crate) fn bucket_index(&self, capacity: usize) -> usize {
+        let n = capacity.saturating_sub(1);
+        match self.step_shift {
+            Some(shift) => n >> shift,
+            None => n / self.config.bucket_step,
+        }
+    }
+
+    /// The bucket whose buffers have exactly `capacity` bytes, if any.
+    pub(crate) fn bucket_of_capacity(&self, capacity: usize) -> Option<usize> {
+        let step = self.config.bucket_step;
+        (capacity % step == 0 && capacity >= step && capacity <= self.config.max_capacity)
+            .then(|| capacity / step - 1)
+    }
+
+    /// Grows `buf` to hold at least `needed` bytes: to twice its capacity or
+    /// `needed` if more, rounded up to a bucket (not past `max_capacity`
+    /// unless `needed` is), charging the ledger.
+    pub(crate) fn grow(&self, buf: &mut Buf, needed: usize) -> Result<(), AcquireError> {
+        let cap = buf.capacity();
+        if needed <= cap {
+            return Ok(());
+        }
+        let step = self.config.bucket_step;
+        let max = self.config.max_capacity;
+        let doubled = cap.saturating_mul(2).max(needed);
+        let target = if needed <= max {
+            doubled.min(max).div_ceil(step) * step
+        } else {
+            doubled
+        };
+        let align = buf.alignment();
+        if target > AlignedBuf::max_capacity(align) {
+            if needed > AlignedBuf::max_capacity(align) {
+                return Err(AcquireError::TooLarge {
+                    requested: needed,
+                    max: AlignedBuf::max_capacity(align),
+                });
+            }
+            return self.grow_exact(buf, needed);
+        }
+        self.grow_exact(buf, target)
+    }
+
+    fn grow_exact(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+        let extra = target - buf.capacity();
+        self.reserve(extra)?;
+        match buf.raw_mut().try_grow(target) {
+            Ok(()) => Ok(()),
+            Err(err) => {
+                self.ledger.free(extra as u64);
+                Err(err)
+            }
+        }
+    }
+}

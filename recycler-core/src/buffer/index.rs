@@ -1,0 +1,209 @@
+//! The per-thread index of a pool: for each thread, its cache of each
+//! bucket, found through a small thread-local table keyed by pool id, so
+//! that the owner paths reach a bucket's cache with two loads.
+//!
+//! An entry of the table exists only while the thread owns the index; an
+//! index's cell for a bucket is set only while the thread owns that cache and
+//! has no foreign releases pending in it (the slow release removes the cell,
+//! the slow acquire, which sends them, puts it back). So the owner paths need
+//! no other check. The thread's exit hook (registered when it claims the
+//! index) removes the entry, publishes the thread's idle-memory delta and
+//! gives the index up for a later thread, as the caches' own hooks give up
+//! the caches.
+
+use std::cell::Cell;
+use std::ptr;
+
+use super::buf::Buf;
+use super::inner::PoolInner;
+use crate::cache::Local;
+use crate::idle::DeltaCell;
+use crate::loom::{AtomicU64, Ordering, const_thread_local};
+use crate::registry::{self, ExitFlush, NOBODY, Token};
+use crate::slots::Slot;
+
+/// One thread's index of its caches in one pool: the cache of each bucket
+/// (null until the thread uses the bucket), and the thread's delta in the
+/// pool's idle-memory account, which each indexed cache's `aux` word points
+/// to.
+///
+/// The cells are touched only by the owner, and only through shared
+/// references (never `&mut PoolLocal`), so that the pointer to `caches`
+/// kept in [`POOL_HOT`] stays valid.
+pub(crate) struct PoolLocal {
+    owner: AtomicU64,
+    /// The caches, by bucket; each one owned by the owner of this index.
+    caches: Box<[Cell<*const Local<Buf>>]>,
+    /// The owner's unpublished idle bytes, under `max_idle_memory`.
+    pub(crate) delta: DeltaCell,
+}
+
+// SAFETY: the raw pointers point into the pool (bucket caches), which
+// outlives every `PoolLocal` (they drop with it); the cells pass from one
+// owner to the next with the `Release`/`Acquire` pair of the slot list.
+unsafe impl Send for PoolLocal {}
+// SAFETY: other threads touch only `owner` and `delta`, atomics; the cells
+// are touched only by the thread whose token is in `owner`.
+unsafe impl Sync for PoolLocal {}
+
+impl Slot for PoolLocal {
+    fn owner(&self) -> &AtomicU64 {
+        &self.owner
+    }
+}
+
+impl PoolLocal {
+    fn new(buckets: usize) -> Self {
+        Self {
+            owner: AtomicU64::new(NOBODY),
+            caches: (0..buckets).map(|_| Cell::new(ptr::null())).collect(),
+            delta: DeltaCell::new(),
+        }
+    }
+
+    fn is_owned_by(&self, token: Token) -> bool {
+        self.owner.load(Ordering::Relaxed) == token
+    }
+}
+
+/// The `caches` of the calling thread's index in one pool, as found in
+/// [`POOL_HOT`] (one load less on the owner path than through the index).
+#[derive(Clone, Copy)]
+pub(crate) struct Bound {
+    caches: *const Cell<*const Local<Buf>>,
+}
+
+impl Bound {
+    /// The owner's cache of bucket `idx`, or null.
+    ///
+    /// # Safety
+    ///
+    /// `idx` is below the pool's number of buckets.
+    #[inline(always)]
+    pub(crate) unsafe fn cache(self, idx: usize) -> *const Local<Buf> {
+        // SAFETY: `caches` points to the index's `caches`, one cell per
+        // bucket (the caller's `idx` is in range), which live as long as the
+        // index and never move (the box is never replaced).
+        unsafe { (*self.caches.add(idx)).get() }
+    }
+
+    /// Forgets the owner's cache of bucket `idx` until the slow acquire
+    /// indexes it again.
+    ///
+    /// # Safety
+    ///
+    /// As for [`cache`](Self::cache).
+    pub(crate) unsafe fn unset(self, idx: usize) {
+        // SAFETY: as in `cache`.
+        unsafe { (*self.caches.add(idx)).set(ptr::null()) }
+    }
+}
+
+/// (pool id, the `caches` of the thread's `PoolLocal` in that pool).
+type HotEntry = (u64, *const Cell<*const Local<Buf>>);
+
+/// Entries of [`POOL_HOT`] (a power of two).
+const POOL_HOT_SLOTS: usize = 4;
+
+#[allow(
+    clippy::declare_interior_mutable_const,
+    reason = "only copied into the array"
+)]
+const EMPTY_HOT: Cell<HotEntry> = Cell::new((0, ptr::null()));
+
+// The calling thread's pool indexes, direct-mapped by pool id. Pool ids are
+// never reused, so an entry of a dropped pool never matches.
+const_thread_local! {
+    static POOL_HOT: [Cell<HotEntry>; POOL_HOT_SLOTS] = [EMPTY_HOT; POOL_HOT_SLOTS];
+}
+
+impl PoolInner {
+    /// The calling thread's index, if it is bound and the thread owns it.
+    ///
+    /// An entry exists only while the thread owns the index (see the module
+    /// docs), so no ownership check is needed here.
+    #[inline(always)]
+    pub(crate) fn pool_local(&self) -> Option<Bound> {
+        let (id, caches) = POOL_HOT
+            .try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].get())
+            .unwrap_or((0, ptr::null()));
+        (id == self.id).then_some(Bound { caches })
+    }
+
+    /// Binds the calling thread's index (claiming it if need be) and puts it
+    /// in [`POOL_HOT`]. `None` while the thread exits.
+    pub(crate) fn bind(&self) -> Option<&PoolLocal> {
+        let token = registry::assign();
+        if !registry::is_live(token) {
+            return None;
+        }
+        let registered = registry::registered(self.id).cast::<PoolLocal>();
+        // SAFETY: a registered index of this pool's id is one of its
+        // indexes (alive: `&self`).
+        let pl = match unsafe { registered.as_ref() } {
+            Some(pl) if pl.is_owned_by(token) => pl,
+            _ => {
+                let pl = self
+                    .locals
+                    .claim(token, || PoolLocal::new(self.buckets.len()));
+                // A reused index: forget the caches of its last owner, who
+                // gave them up.
+                pl.caches.iter().for_each(|c| c.set(ptr::null()));
+                // SAFETY: `pl` lives in this pool's `locals`, at a fixed
+                // address, as long as the pool, and the calling thread owns
+                // it.
+                let registered = unsafe {
+                    registry::register(self.id, self.exit_hook.clone(), ptr::from_ref(pl).cast())
+                };
+                if !registered {
+                    pl.owner.store(NOBODY, Ordering::Release);
+                    return None;
+                }
+                pl
+            }
+        };
+        let entry = (self.id, pl.caches.as_ptr());
+        let _ = POOL_HOT.try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].set(entry));
+        Some(pl)
+    }
+
+    /// Indexes `local`, the calling thread's cache of bucket `idx`, in `pl`,
+    /// the thread's index (whose delta cell the cache's `aux` word already
+    /// names, under a cap).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `pl` and `local`, a cache of bucket `idx`
+    /// with no foreign releases pending.
+    pub(crate) unsafe fn index(&self, pl: &PoolLocal, idx: usize, local: &Local<Buf>) {
+        debug_assert!(
+            // SAFETY: the caller owns `local`; the closure runs no user code.
+            unsafe { local.with_cache(|c| c.pending.is_empty()) }
+        );
+        pl.caches[idx].set(ptr::from_ref(local));
+    }
+}
+
+impl ExitFlush for PoolInner {
+    /// The calling thread exits: it forgets its index in this pool (the
+    /// entry in [`POOL_HOT`]), publishes its idle-memory delta and gives the
+    /// index up.
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the pointer registered by `bind`: this pool's `PoolLocal`
+        // of the calling thread, alive as long as the pool (`&self`).
+        let pl = unsafe { &*local.cast::<PoolLocal>() };
+        let _ = POOL_HOT.try_with(|hot| {
+            let slot = &hot[self.id as usize & (POOL_HOT_SLOTS - 1)];
+            if slot.get().0 == self.id {
+                slot.set((0, ptr::null()));
+            }
+        });
+        if pl.is_owned_by(token) {
+            if let Some(acct) = &self.idle {
+                acct.flush(&pl.delta);
+            }
+            pl.caches.iter().for_each(|c| c.set(ptr::null()));
+            pl.owner.store(NOBODY, Ordering::Release);
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! `PoolInner`: the state every thread of one buffer pool shares: its
+//! buckets (each a [`Recycler`] of buffers), the idle-memory account, the
+//! memory ledger and the threads' indexes; how it is made and how its
+//! statistics are read.
+//!
+//! The paths live in files of their own, each an `impl PoolInner` block:
+//! bucket selection and growth ([`super::buckets`]), the per-thread index
+//! ([`super::index`]), the owner paths ([`super::owner`]), the slow paths
+//! ([`super::slow`]), eviction ([`super::evict`]) and the limit
+//! ([`super::limit`]).
+
+use super::buf::Buf;
+use super::builder::PoolConfig;
+use super::index::PoolLocal;
+use super::limit::Ledger;
+use super::stats::{BucketStats, BufferPoolStats};
+use crate::builder::Config;
+use crate::idle::{Evict, IdleAccount};
+use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
+use crate::recycler::Recycler;
+use crate::registry::{self, ExitFlush};
+use crate::slots::SlotList;
+
+/// The shared state of a pool.
+pub(crate) struct PoolInner {
+    /// Unique for the life of the process; keys the threads' pool indexes.
+    pub(crate) id: u64,
+    pub(crate) config: PoolConfig,
+    /// `log2(bucket_step)` when it is a power of two: a shift instead of a
+    /// division on the acquire path.
+    pub(crate) step_shift: Option<u32>,
+    pub(crate) buckets: Box<[Bucket]>,
+    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) idle: Option<Arc<IdleAccount>>,
+    /// Each thread's index of its caches.
+    pub(crate) locals: SlotList<PoolLocal>,
+    /// This pool, as the target of thread-exit hooks.
+    pub(crate) exit_hook: Weak<dyn ExitFlush>,
+    pub(crate) oversize_acquires: StatCounter,
+    pub(crate) oversize_releases: StatCounter,
+}
+
+/// One bucket: a recycler of buffers of one capacity.
+pub(crate) struct Bucket {
+    pub(crate) capacity: usize,
+    pub(crate) recycler: Recycler<Buf>,
+    /// Buffers of this bucket freed because they grew past `max_capacity`.
+    pub(crate) outgrown: StatCounter,
+}
+
+impl PoolInner {
+    pub(crate) fn new(config: PoolConfig, this: &Weak<PoolInner>) -> Self {
+        let n = config.buckets();
+        let idle = config.max_idle_memory.map(|cap| {
+            let evictor: Weak<dyn Evict> = this.clone();
+            Arc::new(IdleAccount::new(
+                cap as u64,
+                config.max_capacity as u64,
+                Some(evictor),
+            ))
+        });
+        let per_thread = config.max_idle_per_thread;
+        let core = Config {
+            max_capacity_per_thread: per_thread,
+            batch_size: per_thread.clamp(1, 16),
+            ratio: 1,
+            depot_capacity: per_thread.saturating_mul(4),
+            max_idle_bytes: config.max_idle_memory,
+            reset_on_return: true,
+        };
+        let buckets = (0..n)
+            .map(|i| {
+                let capacity = (i + 1) * config.bucket_step;
+                let shared = idle.as_ref().map(|acct| (Arc::clone(acct), i));
+                Bucket {
+                    capacity,
+                    recycler: Recycler::from_parts(Box::new(never_called), core, shared),
+                    outgrown: StatCounter::new(0),
+                }
+            })
+            .collect();
+        let step = config.bucket_step;
+        Self {
+            id: registry::new_key(),
+            config,
+            step_shift: step.is_power_of_two().then(|| step.trailing_zeros()),
+            buckets,
+            ledger: Arc::new(Ledger::new(config.memory_limit.map(|l| l as u64))),
+            idle,
+            locals: SlotList::new(),
+            exit_hook: this.clone(),
+            oversize_acquires: StatCounter::new(0),
+            oversize_releases: StatCounter::new(0),
+        }
+    }
+
+    /// The idle bytes the account has counted: published, plus every
+    /// thread's delta (kept in its index, and in bucket caches the pool has
+    /// not indexed).
+    pub(crate) fn accounted_idle(&self) -> u64 {
+        let Some(acct) = &self.idle else {
+            return 0;
+        };
+        let indexes = self
+            .locals
+            .iter()
+            .fold(0i64, |sum, pl| sum.wrapping_add(pl.delta.get()));
+        let caches = self.buckets.iter().fold(0i64, |sum, b| {
+            sum.wrapping_add(b.recycler.inner().idle_deltas())
+        });
+        acct.total(indexes.wrapping_add(caches))
+    }
+
+    pub(crate) fn stats(&self) -> BufferPoolStats {
+        let counted = self.config.statistics;
+        let mut idle_memory = 0u64;
+        let buckets = self
+            .buckets
+            .iter()
+            .map(|bucket| {
+                let t = bucket.recycler.inner().tally();
+                let outgrown = bucket.outgrown.load(Relaxed);
+                let idle = if counted { t.idle() } else { 0 };
+                idle_memory += idle * bucket.capacity as u64;
+                BucketStats {
+                    capacity: bucket.capacity,
+                    acquires: if counted { t.gets() } else { 0 },
+                    pooled: if counted { t.hits } else { 0 },
+                    non_pooled: t.created,
+                    evicts: t.evicted,
+                    removes: t.dropped.saturating_sub(t.evicted).wrapping_add(outgrown),
+                    releases: if counted { t.released() } else { 0 },
+                    in_use: if counted { t.in_use() } else { 0 },
+                    idle,
+                }
+            })
+            .collect();
+        let acquires = self.oversize_acquires.load(Relaxed);
+        let releases = self.oversize_releases.load(Relaxed);
+        let accounted = self.accounted_idle();
+        BufferPoolStats {
+            buckets,
+            oversize: BucketStats {
+                capacity: usize::MAX,
+                acquires,
+                pooled: 0,
+                non_pooled: acquires,
+                evicts: 0,
+                removes: releases,
+                releases,
+                in_use: acquires.saturating_sub(releases),
+                idle: 0,
+            },
+            idle_memory: if counted { idle_memory } else { accounted },
+            allocated_memory: self.ledger.allocated(),
+            accounted_idle_memory: accounted,
+            max_idle_memory: self.config.max_idle_memory.map(|n| n as u64),
+            memory_limit: self.config.memory_limit.map(|n| n as u64),
+            statistics: counted,
+        }
+    }
+}
+
+/// The factory of the buckets' recyclers, which the pool never calls: it
+/// allocates buffers itself, under its ledger, and hands them to the
+/// recycler with `made`.
+fn never_called() -> Buf {
+    unreachable!("a buffer pool allocates its buffers itself")
+}

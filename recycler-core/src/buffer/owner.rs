@@ -1,0 +1,107 @@
+//! The owner paths of a pool, inlined into the caller: acquire from, and
+//! release into, the calling thread's cache of a bucket, found through its
+//! index ([`super::index`]). They are the core's owner paths
+//! ([`Inner::pop_local`], [`Inner::push_local`]: the hot slot, then the
+//! batch) with the pool's own lookups and its idle-memory count; everything
+//! else goes to one out-of-line call each way ([`super::slow`]).
+
+use super::buckets::GROWN;
+use super::buf::Buf;
+use super::inner::PoolInner;
+use crate::cache::Local;
+use crate::home::Home;
+use crate::idle::DeltaCell;
+use crate::shared::Inner;
+
+impl PoolInner {
+    /// The owner path of acquire: take from the calling thread's cache of
+    /// bucket `idx`, found through its index.
+    #[inline(always)]
+    pub(crate) fn pop_fast(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
+        if idx >= self.buckets.len() {
+            return None;
+        }
+        let bound = self.pool_local()?;
+        // SAFETY: `idx` is a bucket (checked above).
+        let local = unsafe { bound.cache(idx) };
+        // SAFETY: a non-null cell is a cache of this bucket that the owner
+        // of the index (the calling thread, checked by `pool_local`) claimed
+        // and owns, with no releases pending (see the index's docs); caches
+        // live as long as their recycler.
+        let local = unsafe { local.as_ref() }?;
+        // SAFETY: the calling thread owns `local`, which has nothing pending
+        // (above).
+        let (mut buf, aux) = unsafe { Inner::pop_local(local, self.config.statistics) }?;
+        Buf::reset(&mut buf);
+        if let Some(acct) = &self.idle {
+            // SAFETY: under a cap, `index` set every indexed cache's `aux` to
+            // its owner's cell of the account, which lives as long as the
+            // pool.
+            let cell = unsafe { &*aux.cast::<DeltaCell>() };
+            acct.sub(cell, buf.capacity() as u64);
+        }
+        Some((buf, Home::new(Some(local), false)))
+    }
+
+    /// Returns a buffer. The owner path: the buffer kept its capacity (its
+    /// origin is not marked [`GROWN`]), the calling thread owns its home
+    /// cache and nothing marks the home (one compare: [`Home::owned`]), the
+    /// cache has room, the idle cap admits it, and nobody waits for memory.
+    #[inline(always)]
+    pub(crate) fn release(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        let mut buf = buf;
+        let idx = origin as usize;
+        if idx < self.buckets.len() && !self.under_pressure() {
+            // SAFETY: a buffer of a bucket (not oversize) has a home, and the
+            // guard that held it borrowed (or held an `Arc` of) the pool,
+            // which owns the cache.
+            if let Some(local) = unsafe { home.owned() } {
+                match self.push_fast(idx, local, buf) {
+                    Ok(()) => return,
+                    Err(back) => buf = back,
+                }
+            }
+        }
+        self.release_slow(buf, home, origin);
+    }
+
+    /// Whether a thread waits for memory, in which case released buffers are
+    /// freed rather than cached: one relaxed load, and only with a limit.
+    #[inline(always)]
+    pub(crate) fn under_pressure(&self) -> bool {
+        self.config.memory_limit.is_some() && self.ledger.under_pressure()
+    }
+
+    /// Pushes `buf`, of bucket `idx`, onto `local`, owned by the calling
+    /// thread. Touches neither the bucket nor the buffer.
+    #[inline(always)]
+    fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
+        let (max, count) = (self.config.max_idle_per_thread, self.config.statistics);
+        match &self.idle {
+            // SAFETY: the caller checked that the calling thread owns
+            // `local`, a cache of bucket `idx`, whose recycler has
+            // `max_idle_per_thread` (at least 1: with 0, every buffer is
+            // marked for dropping and fails the ownership compare) as its
+            // capacity; the check runs no code that touches the cache.
+            None => unsafe { Inner::push_local(local, buf, max, count, |_| true) },
+            Some(acct) => {
+                let bytes = ((idx + 1) * self.config.bucket_step) as u64;
+                let admit = |aux: *const ()| {
+                    // SAFETY: under a cap, an indexed cache's `aux` is its
+                    // owner's cell of the account, which lives as long as
+                    // the pool; null if the pool has not indexed this cache
+                    // (then: the slow path).
+                    match unsafe { aux.cast::<DeltaCell>().as_ref() } {
+                        Some(cell) => acct.try_add(cell, bytes),
+                        None => false,
+                    }
+                };
+                // SAFETY: as above; `admit` touches only the account.
+                unsafe { Inner::push_local(local, buf, max, count, admit) }
+            }
+        }
+    }
+}
+
+// Marked origins never pass the owner path's bucket check.
+static_assertions::const_assert!(GROWN as usize >= super::builder::MAX_BUCKETS);

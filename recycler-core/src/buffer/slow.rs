@@ -1,0 +1,159 @@
+//! The slow paths of a pool: an acquire the owner path could not serve
+//! (bind the thread's index, take a pooled buffer the core's way, else
+//! reserve memory and allocate), and every release but the owner's push
+//! (foreign threads, full caches, the idle cap, grown and oversize buffers,
+//! releases while a thread waits for memory).
+
+use super::buckets::{GROWN, OVERSIZE};
+use super::buf::Buf;
+use super::guard::PooledBuf;
+use super::inner::PoolInner;
+use super::raw::AlignedBuf;
+use crate::error::AcquireError;
+use crate::home::Home;
+use crate::loom::Arc;
+use crate::stats::Counters;
+
+impl PoolInner {
+    /// `acquire` when the owner path found nothing; panics where
+    /// `try_acquire` fails. Out of line, so that the inlined owner path
+    /// stays small and returns its buffer in registers.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn acquire_cold(&self, capacity: usize, idx: usize) -> PooledBuf<'_> {
+        match self.acquire_slow(capacity, idx) {
+            Ok((buf, home, origin)) => PooledBuf::new(self, buf, home, origin),
+            Err(err) => super::pool::acquire_failed(&err),
+        }
+    }
+
+    /// `try_acquire` when the owner path found nothing.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn try_acquire_cold(
+        &self,
+        capacity: usize,
+        idx: usize,
+    ) -> Result<PooledBuf<'_>, AcquireError> {
+        let (buf, home, origin) = self.acquire_slow(capacity, idx)?;
+        Ok(PooledBuf::new(self, buf, home, origin))
+    }
+
+    /// Finds or makes a buffer for bucket `idx` (oversize past the last).
+    fn acquire_slow(
+        &self,
+        capacity: usize,
+        idx: usize,
+    ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
+        let Some(bucket) = self.buckets.get(idx) else {
+            let buf = self.allocate(capacity)?;
+            Counters::add_shared(&self.oversize_acquires, 1);
+            return Ok((buf, Home::new(None, false), OVERSIZE));
+        };
+        let inner = bucket.recycler.inner();
+        let pl = self.bind();
+        if let (Some(pl), Some(local)) = (pl, inner.local_for_current()) {
+            // The cache counts in the thread's delta from now on, so that
+            // the slow paths below (and the owner paths later) agree.
+            // SAFETY: `bind` made the calling thread the owner of `pl`, and
+            // `local_for_current` returns a cache it owns.
+            unsafe { crate::shared::Inner::set_aux(local, self.delta_ptr(pl)) };
+        }
+        let got = match inner.take_pooled() {
+            Some((mut buf, home)) => {
+                Buf::reset(&mut buf);
+                (buf, home)
+            }
+            None => inner.made(self.allocate(bucket.capacity)?),
+        };
+        // `take_pooled` sent this thread's pending releases of the bucket:
+        // its cache may be indexed now.
+        if let (Some(pl), Some(local)) = (pl, inner.local_for_current()) {
+            // SAFETY: as above; nothing is pending in `local`.
+            unsafe { self.index(pl, idx, local) };
+        }
+        Ok((got.0, got.1, idx as u32))
+    }
+
+    /// Allocates a buffer of `capacity` bytes, reserved on the ledger.
+    fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+        let align = self.config.alignment;
+        if capacity > AlignedBuf::max_capacity(align) {
+            return Err(AcquireError::TooLarge {
+                requested: capacity,
+                max: AlignedBuf::max_capacity(align),
+            });
+        }
+        self.reserve(capacity)?;
+        match AlignedBuf::try_new(capacity, align) {
+            Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(&self.ledger)))),
+            Err(err) => {
+                self.ledger.free(capacity as u64);
+                Err(err)
+            }
+        }
+    }
+
+    /// Every other release.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn release_slow(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        let Some(bucket) = self.buckets.get((origin & !GROWN) as usize) else {
+            Counters::add_shared(&self.oversize_releases, 1);
+            drop(buf);
+            return;
+        };
+        let inner = bucket.recycler.inner();
+        if home.is_discard() || self.under_pressure() {
+            inner.discard(buf, home);
+            return;
+        }
+        let dest = if buf.capacity() == bucket.capacity {
+            inner.release_slow(buf, home, true);
+            (origin & !GROWN) as usize
+        } else {
+            // It grew: it leaves its bucket for the one of its new capacity.
+            inner.count_detached(home);
+            let Some(dest) = self.bucket_of_capacity(buf.capacity()) else {
+                Counters::add_shared(&bucket.outgrown, 1);
+                drop(buf);
+                return;
+            };
+            let inner = self.buckets[dest].recycler.inner();
+            let (buf, home) = inner.adopt(buf);
+            inner.release_slow(buf, home, true);
+            dest
+        };
+        self.unindex_if_pending(dest);
+    }
+
+    /// Takes the calling thread's cache of bucket `b` out of its index if a
+    /// release left objects pending in it, so that the next acquire takes
+    /// the slow path, which sends them (see [`super::index`]).
+    fn unindex_if_pending(&self, b: usize) {
+        let Some(bound) = self.pool_local() else {
+            return;
+        };
+        // SAFETY: `b` is a bucket.
+        let local = unsafe { bound.cache(b) };
+        // SAFETY: a non-null cell is a cache the calling thread owns.
+        let Some(local) = (unsafe { local.as_ref() }) else {
+            return;
+        };
+        // SAFETY: the calling thread owns `local`; the closure runs no user
+        // code.
+        if unsafe { local.with_cache(|c| !c.pending.is_empty()) } {
+            // SAFETY: `b` is a bucket.
+            unsafe { bound.unset(b) };
+        }
+    }
+
+    /// The thread's delta cell, as a cache's `aux` word; null without a cap.
+    fn delta_ptr(&self, pl: &super::index::PoolLocal) -> *const () {
+        if self.idle.is_some() {
+            std::ptr::from_ref(&pl.delta).cast()
+        } else {
+            std::ptr::null()
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! `Local<T>`: one thread's cache of idle objects.
+//!
+//! A cache has an owner: the thread whose token is in `owner`. Only the owner
+//! touches the unsynchronized part (`cache`); any thread may send batches to
+//! the `inbox` and read `owner`. Ownership changes hands in two ways only
+//! (see [`crate::slots`]):
+//!
+//! - a thread claims a cache nobody owns (a new one, or one whose thread has
+//!   exited), with an `Acquire` exchange from `NOBODY` to its token;
+//! - the owner's exit hook gives the cache up (a `Release` store of
+//!   `NOBODY`) after moving its contents to the depot.
+
+use std::collections::VecDeque;
+
+use crate::handoff::Pending;
+use crate::idle::DeltaCell;
+use crate::inbox::Inbox;
+use crate::loom::{AtomicU64, Ordering, UnsafeCell};
+use crate::registry::{NOBODY, Token};
+use crate::shared::Inner;
+use crate::slots::Slot;
+use crate::stats::Counters;
+
+/// One thread's cache. Aligned to 128 bytes so that caches of different
+/// threads never share a cache line (nor an adjacent-line prefetch pair),
+/// and so that a [`Home`](crate::home::Home) has room for its flags.
+#[repr(align(128))]
+pub(crate) struct Local<T> {
+    /// The owning thread's token, or `NOBODY`.
+    owner: AtomicU64,
+    /// Owner-only state.
+    cache: UnsafeCell<Cache<T>>,
+    /// Written by the owner only (see `Counters::add_owned`).
+    pub(crate) counters: Counters,
+    /// The owner's unpublished idle bytes, under `max_idle_bytes`.
+    pub(crate) delta: DeltaCell,
+    /// Objects released on other threads, on their way here.
+    pub(crate) inbox: Inbox<T>,
+    /// The recycler this cache belongs to: a guard keeps only its object and
+    /// its home, and finds the recycler through the home.
+    recycler: *const Inner<T>,
+}
+
+/// The part of a [`Local`] that only its owner touches.
+pub(crate) struct Cache<T> {
+    /// The hot slot: the object released last, taken first. In front of the
+    /// batch, it serves a thread that takes and returns one object at a time
+    /// with a load and a store, no length to update.
+    pub(crate) slot: Option<Box<T>>,
+    /// Idle objects behind the slot; `get` pops and releases push at the back
+    /// (LIFO, so the objects used last, warm in cache, go out first); spills
+    /// take the front, the coldest. The slot and the batch together hold at
+    /// most `max_capacity_per_thread` objects.
+    pub(crate) batch: VecDeque<Box<T>>,
+    /// Objects released here whose home is another cache, gathered per home
+    /// and sent a batch at a time.
+    pub(crate) pending: Pending<T>,
+    /// Counts freshly made objects, for `ratio`.
+    pub(crate) fresh: usize,
+    /// The fewest objects the batch held since the last decay pass (see
+    /// [`crate::decay`]).
+    pub(crate) low_water: usize,
+    /// An opaque word the buffer pool keeps with each of its caches (the
+    /// owner's idle-memory delta), so that its owner paths need no other
+    /// lookup; null for a plain recycler.
+    pub(crate) aux: *const (),
+}
+
+impl<T> Cache<T> {
+    /// Pops the batch, keeping its low-water mark.
+    #[inline(always)]
+    pub(crate) fn pop_batch(&mut self) -> Option<Box<T>> {
+        let obj = self.batch.pop_back()?;
+        self.low_water = self.low_water.min(self.batch.len());
+        Some(obj)
+    }
+
+    /// Idle objects held: the slot and the batch.
+    pub(crate) fn len(&self) -> usize {
+        self.batch.len() + usize::from(self.slot.is_some())
+    }
+
+    /// Takes every idle object, the slot's last (it is the warmest).
+    pub(crate) fn take_all(&mut self) -> Vec<Box<T>> {
+        let mut all: Vec<Box<T>> = std::mem::take(&mut self.batch).into();
+        all.extend(self.slot.take());
+        self.low_water = 0;
+        all
+    }
+}
+
+// Why a `Local` may cross threads. Every `Local<T>` is made by `Local::new`,
+// which requires `T: Send`, so the objects it holds may move between threads.
+// (The impls carry no `T: Send` bound themselves so that `Recycler<T>` and the
+// guards need none in their definitions; no `Local<T>` for a `T: !Send` can
+// exist.) A `Local` is touched by other threads only through its atomics and
+// its inbox, and its owner-only part passes from one owner to the next with
+// the `Release`/`Acquire` pair described in the module docs. The pointers in
+// `pending` lead to other caches of the same recycler, which drop together
+// with it, and are dereferenced only for their thread-safe parts (`owner`,
+// `inbox`); `recycler` points to the shared state that owns this cache,
+// which is `Sync`.
+//
+// SAFETY: its objects are `Send` (made only by `Local::new`) and its pointers
+// lead only to `Sync` state of its own recycler; see above.
+unsafe impl<T> Send for Local<T> {}
+// SAFETY: other threads touch only the atomics (`owner`, `counters`, `delta`)
+// and the inbox, which moves `Send` boxes; `cache` is touched only by the
+// thread whose token is in `owner` (every `unsafe fn` of `Local` that reaches
+// it says so).
+unsafe impl<T> Sync for Local<T> {}
+
+impl<T> Slot for Local<T> {
+    fn owner(&self) -> &AtomicU64 {
+        &self.owner
+    }
+}
+
+impl<T> Local<T> {
+    /// A cache of the recycler at `recycler`, owned by nobody yet.
+    pub(crate) fn new(inbox_capacity: usize, batch_size: usize, recycler: *const Inner<T>) -> Self
+    where
+        T: Send,
+    {
+        Self {
+            owner: AtomicU64::new(NOBODY),
+            cache: UnsafeCell::new(Cache {
+                slot: None,
+                batch: VecDeque::new(),
+                pending: Pending::new(),
+                fresh: 0,
+                low_water: 0,
+                aux: std::ptr::null(),
+            }),
+            counters: Counters::default(),
+            delta: DeltaCell::new(),
+            inbox: Inbox::new(inbox_capacity, batch_size),
+            recycler,
+        }
+    }
+
+    /// The recycler this cache belongs to.
+    ///
+    /// # Safety
+    ///
+    /// That recycler is alive for `'a` (it owns this cache, so it is alive
+    /// whenever the cache is).
+    #[inline(always)]
+    pub(crate) unsafe fn recycler<'a>(&self) -> &'a Inner<T> {
+        // SAFETY: `recycler` was set by the recycler that made this cache,
+        // to its own shared state, which the caller guarantees is alive.
+        unsafe { &*self.recycler }
+    }
+
+    /// The owner word, for [`Home::owned`](crate::home::Home::owned).
+    ///
+    /// `Relaxed` suffices: only the thread with a given token ever stores
+    /// that token here, so a thread sees its own token only if it stored it,
+    /// and it reads its own latest store.
+    #[inline(always)]
+    pub(crate) fn owner_word(&self) -> Token {
+        self.owner.load(Ordering::Relaxed)
+    }
+
+    /// Whether the thread with `token` owns this cache (see
+    /// [`owner_word`](Self::owner_word)).
+    #[inline(always)]
+    pub(crate) fn is_owned_by(&self, token: Token) -> bool {
+        self.owner_word() == token
+    }
+
+    /// Whether no live thread owns this cache, for a releaser deciding if the
+    /// inbox will be drained. Preceded by a `SeqCst` fence in the caller.
+    pub(crate) fn is_abandoned(&self) -> bool {
+        self.owner_word() == NOBODY
+    }
+
+    /// Gives the cache up; a releaser that then sees `NOBODY` (after its
+    /// fence) drains the inbox itself, and the next thread to claim it
+    /// (`Acquire`) sees everything this thread wrote to it (`Release`).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns the cache and will not touch `cache` again
+    /// unless it claims the cache anew.
+    pub(crate) unsafe fn abandon(&self) {
+        self.owner.store(NOBODY, Ordering::Release);
+    }
+
+    /// Runs `f` on the owner-only state.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns the cache, and `f` neither runs user code
+    /// (`reset`, the factory, an object's `Drop`) nor calls `with_cache` on
+    /// this cache again, so the unique borrow is never aliased.
+    #[inline(always)]
+    pub(crate) unsafe fn with_cache<R>(&self, f: impl FnOnce(&mut Cache<T>) -> R) -> R {
+        self.cache.with_mut(|cache| {
+            // SAFETY: the caller owns the cache, so no other thread touches
+            // it, and `f` does not re-enter, so this is the only borrow.
+            f(unsafe { &mut *cache })
+        })
+    }
+}

@@ -1,0 +1,68 @@
+//! Thread exit: the hook ([`crate::registry`]) that hands a thread's cache
+//! over when the thread ends, so that nothing strands with a dead thread.
+//!
+//! In order, on the exiting thread (whose token already reads `EXITED`, so
+//! any guard dropped from here on takes the foreign path):
+//!
+//! 1. send the thread's pending foreign releases home;
+//! 2. move its slot and batch into the depot, a batch at a time;
+//! 3. publish its idle-memory delta;
+//! 4. give the cache up (`owner = NOBODY`, `Release`), issue a `SeqCst` fence,
+//!    and drain its inbox into the depot.
+//!
+//! A releaser that sends a batch to an inbox issues a `SeqCst` fence after
+//! the send and then reads the home's owner; if it reads `NOBODY`, it drains
+//! that inbox itself. With both fences, either the exiting thread's drain
+//! sees the batch or the releaser sees `NOBODY`: the store-buffering race
+//! cannot lose the batch.
+//!
+//! Objects the depot has no room for are dropped here, inside a
+//! thread-local destructor, where a panic would abort the process: a
+//! panicking `Drop` is caught, the object counted as dropped, and the rest
+//! dropped all the same ([`crate::reclaim`]).
+
+use crate::cache::Local;
+use crate::inbox::Batch;
+use crate::loom::{Ordering, fence};
+use crate::recyclable::Recyclable;
+use crate::registry::{ExitFlush, Token};
+use crate::shared::Inner;
+
+impl<T: Recyclable + Send> ExitFlush for Inner<T> {
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the caller passes the pointer registered for this recycler
+        // in `claim_local`: a `Local<T>` it keeps alive.
+        let local = unsafe { &*local.cast::<Local<T>>() };
+        if !local.is_owned_by(token) {
+            return;
+        }
+        self.flush_pending(local);
+        // SAFETY: the exiting thread still owns `local`; the closure runs no
+        // user code.
+        let cached = unsafe {
+            local.with_cache(|c| {
+                c.fresh = 0;
+                c.aux = std::ptr::null();
+                c.take_all()
+            })
+        };
+        let mut rest: Batch<T> = cached;
+        while !rest.is_empty() {
+            let chunk = rest.split_off(rest.len().saturating_sub(self.config.batch_size));
+            if let Some(rejected) = self.depot.put(chunk) {
+                self.drop_idle(rejected, Some(local));
+            }
+        }
+        // The thread's unpublished idle bytes become everyone's: its objects
+        // stay idle, in the depot.
+        if let Some(acct) = &self.idle {
+            acct.flush(&local.delta);
+        }
+        // SAFETY: the calling thread owns `local` and touches only its inbox
+        // from here on.
+        unsafe { local.abandon() };
+        // Pairs with the fence in `send_home`.
+        fence(Ordering::SeqCst);
+        self.rescue(local, None);
+    }
+}

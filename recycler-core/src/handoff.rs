@@ -1,0 +1,236 @@
+//! The handoff: how an object released on a thread that does not own its
+//! home gets back there.
+//!
+//! The releasing thread gathers such objects in its own cache, per home
+//! ([`Pending`], at most [`MAX_PENDING_HOMES`] homes at a time), in batch
+//! vectors it takes from the home's spares (see [`crate::inbox`]), and sends
+//! a batch to the home's inbox when it holds `batch_size` objects, when the
+//! releasing thread next gets from this recycler, or when it exits. While a
+//! thread has objects pending, its hot-index entry for the recycler is
+//! removed, so that its next `get` takes the slow path, which sends them;
+//! the owner path itself never looks at `pending`.
+//!
+//! A batch the inbox refuses (full) goes to the shared depot instead. A
+//! batch sent to a home whose thread has exited is moved to the depot by the
+//! sender, so nothing strands (the store-buffering argument is in
+//! [`Inner::send_home`]).
+//!
+//! With `reset_on_return(false)` the objects travel unreset; [`Inner::settle`]
+//! resets them where they leave an inbox for a cache or the depot.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::{self, NonNull};
+
+use crate::cache::Local;
+use crate::home::Home;
+use crate::inbox::Batch;
+use crate::loom::{Ordering, fence};
+use crate::owner::Resetting;
+use crate::reclaim;
+use crate::recyclable::Recyclable;
+use crate::registry;
+use crate::shared::Inner;
+use crate::stats::Counters;
+
+/// At most this many homes have releases pending on one thread at a time.
+pub(crate) const MAX_PENDING_HOMES: usize = 8;
+
+/// Objects released on this thread, gathered per home.
+pub(crate) struct Pending<T> {
+    entries: Vec<Entry<T>>,
+}
+
+/// Released objects gathered for one home.
+pub(crate) struct Entry<T> {
+    pub(crate) home: NonNull<Local<T>>,
+    pub(crate) objs: Batch<T>,
+}
+
+impl<T> Pending<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Adds `obj` to the batch gathered for `home`, starting one in a vector
+    /// from `spare` (or a new one) if there is none. Returns a batch to send
+    /// when one is full, or when a home must make room for another.
+    pub(crate) fn add(
+        &mut self,
+        home: NonNull<Local<T>>,
+        obj: Box<T>,
+        batch_size: usize,
+        spare: impl FnOnce() -> Option<Batch<T>>,
+    ) -> Option<Entry<T>> {
+        // Consecutive releases usually share a home: try the newest entry
+        // first.
+        let found = match self.entries.last() {
+            Some(p) if p.home == home => Some(self.entries.len() - 1),
+            _ => self.entries.iter().position(|p| p.home == home),
+        };
+        if let Some(i) = found {
+            self.entries[i].objs.push(obj);
+            if self.entries[i].objs.len() >= batch_size {
+                return Some(self.entries.swap_remove(i));
+            }
+            return None;
+        }
+        let evicted =
+            (self.entries.len() >= MAX_PENDING_HOMES).then(|| self.entries.swap_remove(0));
+        let mut objs = spare().unwrap_or_else(|| Vec::with_capacity(batch_size));
+        objs.push(obj);
+        let entry = Entry { home, objs };
+        if batch_size == 1 {
+            debug_assert!(evicted.is_none());
+            return Some(entry);
+        }
+        self.entries.push(entry);
+        evicted
+    }
+
+    /// Takes one batch to send.
+    pub(crate) fn pop(&mut self) -> Option<Entry<T>> {
+        self.entries.pop()
+    }
+
+    /// Takes every batch, for a recycler that drops.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Batch<T>> + '_ {
+        self.entries.drain(..).map(|e| e.objs)
+    }
+}
+
+impl<T: Recyclable> Inner<T> {
+    /// Release on a thread that does not own the object's home; the object
+    /// is reset already unless `reset_on_return(false)` defers it.
+    pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
+        // Every object has a home (the orphan's, if nothing else).
+        let Some(home_ptr) = home.local_ptr() else {
+            debug_assert!(false, "an object without a home");
+            return self.store(vec![obj], None);
+        };
+        let Some(mine) = self.local_for_current() else {
+            // The thread is exiting: send the object straight home.
+            Counters::add_shared(&self.shared.released_remote, 1);
+            return self.send_home(home_ptr, vec![obj], None);
+        };
+        if ptr::eq(home_ptr.as_ptr(), mine) {
+            // This thread has just claimed the object's home (it took over
+            // the cache of the thread that got the object): this is the
+            // owner.
+            let obj = if self.config.reset_on_return {
+                obj
+            } else {
+                Resetting::reset(self, obj, home)
+            };
+            return self.release_owned(mine, obj);
+        }
+        Counters::add_owned(&mine.counters.released_remote, 1);
+        let batch_size = self.config.batch_size;
+        // SAFETY: every home is a cache of this recycler, which is alive
+        // (the guard being released keeps it) and never moves a cache.
+        let inbox = unsafe { &home_ptr.as_ref().inbox };
+        // SAFETY: `local_for_current` returns a cache the calling thread
+        // owns; the closure runs no user code (`take_spare` is a channel
+        // operation).
+        let (full, pending) = unsafe {
+            mine.with_cache(|c| {
+                let full = c
+                    .pending
+                    .add(home_ptr, obj, batch_size, || inbox.take_spare());
+                (full, !c.pending.is_empty())
+            })
+        };
+        if pending {
+            // The next `get` on this thread must take the slow path, which
+            // sends them.
+            registry::clear_hot(self.hot_key);
+        }
+        if let Some(full) = full {
+            self.send_home(full.home, full.objs, Some(mine));
+        }
+    }
+
+    /// Sends every batch `mine` has pending to its home.
+    pub(crate) fn flush_pending(&self, mine: &Local<T>) {
+        loop {
+            // SAFETY: the caller owns `mine`; the closure runs no user code.
+            let Some(p) = (unsafe { mine.with_cache(|c| c.pending.pop()) }) else {
+                break;
+            };
+            self.send_home(p.home, p.objs, Some(mine));
+        }
+    }
+
+    /// Sends `batch` to the inbox of `home` (to the depot if the inbox is
+    /// full). If `home` has been given up by its thread, drains that inbox
+    /// into the depot, so nothing strands. `mine` is the calling thread's
+    /// cache, if it owns one, for counting.
+    pub(crate) fn send_home(
+        &self,
+        home: NonNull<Local<T>>,
+        batch: Batch<T>,
+        mine: Option<&Local<T>>,
+    ) {
+        // SAFETY: every home is a cache of this recycler, which is alive
+        // (`&self`) and never moves or frees a cache before it drops.
+        let home = unsafe { home.as_ref() };
+        if let Err(mut refused) = home.inbox.send(batch) {
+            self.settle(&mut refused, mine);
+            return self.store(refused, mine);
+        }
+        // Store-load ordering with `flush_on_exit`: the exiting owner stores
+        // NOBODY, fences, then drains; we sent, fence, then load the owner.
+        // With both fences SeqCst, either the drain sees our batch or this
+        // load sees NOBODY (or a later owner, who will drain the inbox).
+        fence(Ordering::SeqCst);
+        if home.is_abandoned() {
+            self.rescue(home, mine);
+        }
+    }
+
+    /// Drains the inbox of a cache no thread owns into the depot.
+    pub(crate) fn rescue(&self, local: &Local<T>, mine: Option<&Local<T>>) {
+        while let Some(mut batch) = local.inbox.recv() {
+            self.settle(&mut batch, mine);
+            self.store(batch, mine);
+        }
+    }
+
+    /// Puts a batch in the depot, dropping (and counting) what does not fit.
+    pub(crate) fn store(&self, batch: Batch<T>, mine: Option<&Local<T>>) {
+        if let Some(rejected) = self.depot.put(batch) {
+            self.drop_idle(rejected, mine);
+        }
+    }
+
+    /// Resets the objects of a batch that left an inbox, if their reset was
+    /// deferred (`reset_on_return(false)`). An object whose `reset` panics
+    /// is dropped and counted (on `mine`'s counters if the calling thread
+    /// owns it); the panic, and one of its `Drop`, is caught and swallowed:
+    /// the code that released the guard has moved on, and the code running
+    /// here (a `get`, a thread exit) has nothing to do with it.
+    pub(crate) fn settle(&self, batch: &mut Batch<T>, mine: Option<&Local<T>>) {
+        if self.config.reset_on_return {
+            return;
+        }
+        let mut failed = 0;
+        let mut i = 0;
+        while i < batch.len() {
+            if catch_unwind(AssertUnwindSafe(|| batch[i].reset())).is_ok() {
+                i += 1;
+                continue;
+            }
+            failed += 1;
+            let obj = batch.swap_remove(i);
+            drop(reclaim::drop_each([obj]));
+        }
+        if failed > 0 {
+            self.count_for(mine, |c| &c.dropped, failed as u64);
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! The owner path: `get` and release on the thread that owns the cache,
+//! inlined into the caller, and how a thread finds (or claims) its cache.
+//!
+//! - **get**: look the recycler up in the thread's hot index (an entry means
+//!   the thread owns the cache and has no foreign releases pending), take the
+//!   hot slot, else pop the batch; count a hit with a load and a store.
+//! - **release**: one compare tells that the calling thread owns the home
+//!   and that no flag sends the object elsewhere ([`Home::owned`]); then,
+//!   unless the thread is panicking, reset the object and put it in the
+//!   slot, or push it on the batch if that neither spills nor grows it.
+//!
+//! Everything else goes through one out-of-line call each way: the slow get
+//! ([`crate::refill`]) and the slow release ([`crate::release`]). One call
+//! site per direction keeps the inlined part small enough to inline into the
+//! caller's loop. No atomic read-modify-write and no lock on either path.
+
+use std::mem;
+use std::ptr;
+
+use crate::cache::Local;
+use crate::home::Home;
+use crate::recyclable::Recyclable;
+use crate::registry;
+use crate::shared::Inner;
+use crate::stats::Counters;
+
+impl<T: Recyclable> Inner<T> {
+    /// The owner path of `get`: take the calling thread's hot slot, or pop
+    /// its batch, found through the thread's hot index.
+    ///
+    /// `None` sends the caller to the slow path: the cache is not in the hot
+    /// index (none yet, not claimed, releases pending, an idle-memory cap),
+    /// or it is empty. A recycler with an idle-memory cap indexes its caches
+    /// under a marked key, so this lookup (by the plain id) never finds
+    /// them: its gets take the slow path, which counts bytes.
+    #[inline(always)]
+    pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
+        let local = registry::hot(self.id).cast::<Local<T>>();
+        // SAFETY: a hot-index entry under this recycler's plain id points to
+        // a cache of this recycler that the calling thread owns (the
+        // contract of `registry::set_hot`); null otherwise.
+        let local = unsafe { local.as_ref() }?;
+        // SAFETY: `local` is a cache the calling thread owns, and the
+        // closure runs no user code.
+        let obj = unsafe {
+            local.with_cache(|c| match c.slot.take() {
+                Some(obj) => Some(obj),
+                None => c.pop_batch(),
+            })
+        }?;
+        Counters::add_owned(&local.counters.hits, 1);
+        Some((obj, Home::new(Some(local), false)))
+    }
+
+    /// Returns a released object to the pool. `pool` says whether it may be
+    /// pooled at all: not while the releasing thread panics (the guard's
+    /// holder failed; the object may be inconsistent, and a panicking `reset`
+    /// would abort); the guard evaluates it before it takes the object out,
+    /// because `panicking()` may call out, and a live box across a call that
+    /// may unwind adds a cleanup that makes this path too large to inline.
+    ///
+    /// On the owner thread the object is reset here and put in the slot or
+    /// on the batch; every other case goes through one out-of-line call.
+    #[inline(always)]
+    pub(crate) fn release(&self, obj: Box<T>, home: Home<T>, pool: bool) {
+        // SAFETY: a guard's home is never empty, and the guard keeps the
+        // recycler alive.
+        if let (true, Some(local)) = (pool, unsafe { home.owned() }) {
+            let obj = Resetting::reset(self, obj, home);
+            let max = self.config.max_capacity_per_thread;
+            // SAFETY: the calling thread owns `local`, a cache of this
+            // recycler, whose capacity is `max`; the admission check touches
+            // nothing.
+            match unsafe { Self::push_local(local, obj, max, true, |_| true) } {
+                Ok(()) => {}
+                Err(back) => self.release_slow(back, home, true),
+            }
+        } else {
+            self.release_slow(obj, home, false);
+        }
+    }
+
+    /// Puts `obj`, already reset, in `local`'s slot (the object the slot
+    /// held, if any, moving to the back of the batch) if the cache then
+    /// holds at most `max` objects and the batch has room in its allocation,
+    /// and if `admit` (the idle-memory check, given the cache's `aux` word)
+    /// agrees; counts the release if `count`.
+    /// Otherwise hands `obj` back, for [`release_slow`](Self::release_slow).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`, a cache of a recycler of `T` whose
+    /// `max_capacity_per_thread` is `max` (at least 1: a recycler that pools
+    /// nothing marks its objects for discarding), and `admit` does not touch
+    /// the cache.
+    #[inline(always)]
+    pub(crate) unsafe fn push_local(
+        local: &Local<T>,
+        obj: Box<T>,
+        max: usize,
+        count: bool,
+        admit: impl FnOnce(*const ()) -> bool,
+    ) -> Result<(), Box<T>> {
+        debug_assert!(max >= 1);
+        // SAFETY: the caller owns `local`; the closure runs no user code
+        // (`admit` is the pool's accounting).
+        let rest = unsafe {
+            local.with_cache(|c| {
+                if c.slot.is_none() {
+                    if admit(c.aux) {
+                        c.slot = Some(obj);
+                        return None;
+                    }
+                    return Some(obj);
+                }
+                let len = c.batch.len();
+                // `len + 1 < max`: the slot is full, and counts. The object
+                // released last takes the slot; the one it held goes behind.
+                if len + 1 < max && len < c.batch.capacity() && admit(c.aux) {
+                    if let Some(older) = c.slot.replace(obj) {
+                        c.batch.push_back(older);
+                    }
+                    None
+                } else {
+                    Some(obj)
+                }
+            })
+        };
+        match rest {
+            None => {
+                if count {
+                    Counters::add_owned(&local.counters.released_local, 1);
+                }
+                Ok(())
+            }
+            Some(obj) => Err(obj),
+        }
+    }
+
+    /// Takes an idle object from `local` (its slot, else its batch),
+    /// counting a hit if `count`; returns it with the cache's `aux` word.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`, a cache of a recycler of `T`, and
+    /// has no foreign releases pending in it (the buffer pool removes a
+    /// cache from its index while it has).
+    #[inline(always)]
+    pub(crate) unsafe fn pop_local(local: &Local<T>, count: bool) -> Option<(Box<T>, *const ())> {
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        let (obj, aux) = unsafe {
+            local.with_cache(|c| {
+                let obj = match c.slot.take() {
+                    Some(obj) => Some(obj),
+                    None => c.pop_batch(),
+                };
+                (obj, c.aux)
+            })
+        };
+        let obj = obj?;
+        if count {
+            Counters::add_owned(&local.counters.hits, 1);
+        }
+        Some((obj, aux))
+    }
+
+    /// Sets `local`'s `aux` word.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`.
+    pub(crate) unsafe fn set_aux(local: &Local<T>, aux: *const ()) {
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        unsafe { local.with_cache(|c| c.aux = aux) };
+    }
+
+    /// The calling thread's cache, if the thread's hot index has it: then
+    /// the thread owns it.
+    #[inline(always)]
+    fn hot_local(&self) -> Option<&Local<T>> {
+        let local = registry::hot(self.hot_key).cast::<Local<T>>();
+        // SAFETY: a hot-index entry for this recycler's key points to a cache
+        // of this recycler (alive: `&self`) that the calling thread owns (the
+        // contract of `registry::set_hot`); null otherwise.
+        unsafe { local.as_ref() }
+    }
+
+    /// The calling thread's cache, claimed for it if need be; `None` while
+    /// the thread is exiting.
+    #[inline]
+    pub(crate) fn local_for_current(&self) -> Option<&Local<T>> {
+        match self.hot_local() {
+            Some(local) => Some(local),
+            None => self.claim_local(),
+        }
+    }
+
+    /// `local_for_current` when the hot index does not have the cache: find
+    /// it among the thread's registered caches, or claim one (a cache given
+    /// up by an exited thread, or a new one), and index it unless it has
+    /// releases pending.
+    #[cold]
+    #[inline(never)]
+    fn claim_local(&self) -> Option<&Local<T>> {
+        let token = registry::assign();
+        if !registry::is_live(token) {
+            return None;
+        }
+        let registered = registry::registered(self.id).cast::<Local<T>>();
+        // SAFETY: a registered cache of this recycler's id is one of its
+        // caches (alive: `&self`).
+        let local = match unsafe { registered.as_ref() } {
+            Some(local) if local.is_owned_by(token) => local,
+            _ => {
+                let (max, batch) = (self.config.max_capacity_per_thread, self.config.batch_size);
+                let local = self
+                    .caches
+                    .claim(token, || (self.new_local)(max, batch, ptr::from_ref(self)));
+                // SAFETY: `local` is a cache of this recycler, which keeps it
+                // (at a fixed address) for as long as the recycler lives, and
+                // the calling thread owns it.
+                let registered = unsafe {
+                    registry::register(self.id, self.exit_hook.clone(), ptr::from_ref(local).cast())
+                };
+                if !registered {
+                    // SAFETY: the calling thread owns `local` and has not
+                    // touched it.
+                    unsafe { local.abandon() };
+                    return None;
+                }
+                local
+            }
+        };
+        // SAFETY: the calling thread owns `local`; the closure runs no user
+        // code.
+        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
+            // SAFETY: the calling thread owns `local`, a cache of this
+            // recycler, until it exits (whose hook clears the index first);
+            // the entry goes when releases are pending (`release_foreign`).
+            unsafe { registry::set_hot(self.hot_key, ptr::from_ref(local).cast()) };
+        }
+        Some(local)
+    }
+}
+
+/// An object being reset. If `reset` panics, unwinding drops this, which
+/// counts the object as released and dropped and drops it (out of line, so
+/// that the inlined release path carries a single cleanup call).
+pub(crate) struct Resetting<'a, T: Recyclable> {
+    inner: &'a Inner<T>,
+    home: Home<T>,
+    obj: mem::ManuallyDrop<Box<T>>,
+}
+
+impl<'a, T: Recyclable> Resetting<'a, T> {
+    /// Runs `obj.reset()`; returns the object unless `reset` panics.
+    #[inline(always)]
+    pub(crate) fn reset(inner: &'a Inner<T>, obj: Box<T>, home: Home<T>) -> Box<T> {
+        let mut this = Self {
+            inner,
+            home,
+            obj: mem::ManuallyDrop::new(obj),
+        };
+        this.obj.reset();
+        let mut this = mem::ManuallyDrop::new(this);
+        // SAFETY: `this` is never dropped, so the object is taken once, here.
+        unsafe { mem::ManuallyDrop::take(&mut this.obj) }
+    }
+}
+
+impl<T: Recyclable> Drop for Resetting<'_, T> {
+    #[cold]
+    #[inline(never)]
+    fn drop(&mut self) {
+        self.inner.count_release(self.home, 1);
+        // SAFETY: the recycler outlives the guard being released.
+        let local = unsafe { self.home.local() };
+        self.inner.count_for(local, |c| &c.dropped, 1);
+        // SAFETY: dropped once: this guard runs only when `reset` unwinds,
+        // and `Resetting::reset` takes the object only when it returns.
+        drop(unsafe { mem::ManuallyDrop::take(&mut self.obj) });
+    }
+}

@@ -1,0 +1,195 @@
+//! Freeing idle objects: `trim`, eviction under an idle-memory cap, and
+//! dropping the objects the pool has no room for.
+//!
+//! User code runs here (`Drop`, `retained_bytes`), and it may panic. Every
+//! object is counted before any of it runs, and objects are dropped one by
+//! one ([`drop_each`]), so that a panicking `Drop` can neither stop the
+//! others from being dropped nor leave the books wrong. The first panic is
+//! then passed on to the caller ([`pass_on`]), except during the thread's
+//! teardown, where a panic out of a thread-local destructor would abort the
+//! process: there it is swallowed (the panic hook has reported it).
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
+use crate::cache::Local;
+use crate::inbox::Batch;
+use crate::recyclable::Recyclable;
+use crate::registry::{self, EXITED};
+use crate::shared::Inner;
+use crate::stats::Counters;
+
+/// The payload of a caught panic.
+pub(crate) type Panic = Box<dyn Any + Send + 'static>;
+
+/// What an idle object weighs against an idle-memory cap: its
+/// `retained_bytes`, not counting the box the recycler keeps it in.
+#[inline]
+#[allow(
+    clippy::borrowed_box,
+    reason = "takes the box so that the box's own `Recyclable` impl, which adds its size, cannot be picked by mistake"
+)]
+pub(crate) fn bytes_of<T: Recyclable>(obj: &Box<T>) -> u64 {
+    T::retained_bytes(obj) as u64
+}
+
+/// Drops every object, each on its own, so that a panicking `Drop` does not
+/// keep the rest from being dropped; returns the first panic.
+pub(crate) fn drop_each<T>(objs: impl IntoIterator<Item = Box<T>>) -> Option<Panic> {
+    let mut first = None;
+    for obj in objs {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(obj))) {
+            match first {
+                None => first = Some(panic),
+                // A later panic's payload is dropped here, on its own.
+                Some(_) => drop(catch_unwind(AssertUnwindSafe(|| drop(panic)))),
+            }
+        }
+    }
+    first
+}
+
+/// Resumes `panic`, if any, in the caller, unless the thread is exiting (a
+/// panic would escape a thread-local destructor and abort) or already
+/// panicking (it would abort too).
+pub(crate) fn pass_on(panic: Option<Panic>) {
+    if let Some(panic) = panic {
+        if registry::current() != EXITED && !std::thread::panicking() {
+            resume_unwind(panic);
+        }
+    }
+}
+
+impl<T: Recyclable> Inner<T> {
+    /// The bytes of idle objects about to be dropped, under a cap; a
+    /// `retained_bytes` that panics counts as 0 (the account is then off by
+    /// that object's bytes) and its panic is returned.
+    fn measure(&self, objs: &[Box<T>]) -> (u64, Option<Panic>) {
+        if self.idle.is_none() {
+            return (0, None);
+        }
+        let mut first = None;
+        let mut sum = 0u64;
+        for obj in objs {
+            match catch_unwind(AssertUnwindSafe(|| bytes_of(obj))) {
+                Ok(bytes) => sum = sum.saturating_add(bytes),
+                Err(panic) => {
+                    first.get_or_insert(panic);
+                }
+            }
+        }
+        (sum, first)
+    }
+
+    /// Takes the bytes of idle objects about to be dropped off the account;
+    /// returns a panic of `retained_bytes`, if any.
+    pub(crate) fn forget(&self, objs: &[Box<T>]) -> Option<Panic> {
+        let (bytes, panic) = self.measure(objs);
+        if let Some(acct) = &self.idle {
+            acct.forget(bytes);
+        }
+        panic
+    }
+
+    /// Drops idle objects the pool has no room for: counts them as dropped
+    /// (on `mine`'s counters if the calling thread owns it), takes their
+    /// bytes off the idle account, drops them, and passes the first panic on
+    /// (see the module docs).
+    pub(crate) fn drop_idle(&self, objs: Batch<T>, mine: Option<&Local<T>>) {
+        self.count_for(mine, |c| &c.dropped, objs.len() as u64);
+        let measured = self.forget(&objs);
+        let dropped = drop_each(objs);
+        pass_on(measured.or(dropped));
+    }
+
+    /// Frees the idle objects in the shared depot, in every inbox, and in the
+    /// calling thread's own cache (see `Recycler::trim`).
+    pub(crate) fn trim(&self) {
+        let mut freed: Vec<Batch<T>> = Vec::new();
+        if let Some(local) = self.local_for_current() {
+            self.flush_pending(local);
+            // SAFETY: the calling thread owns `local`; the closure runs no
+            // user code.
+            let own = unsafe { local.with_cache(|c| c.take_all()) };
+            Counters::add_owned(&local.counters.dropped, own.len() as u64);
+            freed.push(own);
+        }
+        let mut n = 0;
+        for local in self.all_caches() {
+            while let Some(batch) = local.inbox.recv() {
+                n += batch.len();
+                freed.push(batch);
+            }
+        }
+        for batch in self.depot.drain() {
+            n += batch.len();
+            freed.push(batch);
+        }
+        Counters::add_shared(&self.shared.dropped, n as u64);
+        let mut first = None;
+        for batch in &freed {
+            first = first.or(self.forget(batch));
+        }
+        // User `Drop`s run last, with nothing borrowed or locked.
+        let dropped = drop_each(freed.into_iter().flatten());
+        pass_on(first.or(dropped));
+    }
+
+    /// Frees idle objects worth at least `want` bytes if it can: from `own`
+    /// (the coldest first, the slot last), then from the depot, then from the
+    /// inboxes. Counts them as evicted and dropped, takes their bytes off the
+    /// idle account, and returns the bytes freed.
+    ///
+    /// # Safety
+    ///
+    /// `own`, if given, is a cache of this recycler that the calling thread
+    /// owns.
+    pub(crate) unsafe fn evict(&self, want: u64, own: Option<&Local<T>>) -> u64 {
+        let mut victims: Batch<T> = Vec::new();
+        let mut freed = 0u64;
+        if let Some(local) = own {
+            while freed < want {
+                // SAFETY: the caller owns `local`; the closure runs no user
+                // code.
+                let obj =
+                    unsafe { local.with_cache(|c| c.batch.pop_front().or_else(|| c.slot.take())) };
+                let Some(obj) = obj else { break };
+                freed += bytes_of(&obj);
+                victims.push(obj);
+            }
+        }
+        while freed < want {
+            let Some(obj) = self.depot.take_one() else {
+                break;
+            };
+            freed += bytes_of(&obj);
+            victims.push(obj);
+        }
+        if freed < want {
+            'inboxes: for local in self.all_caches() {
+                while let Some(mut batch) = local.inbox.recv() {
+                    self.settle(&mut batch, None);
+                    while freed < want {
+                        let Some(obj) = batch.pop() else { break };
+                        freed += bytes_of(&obj);
+                        victims.push(obj);
+                    }
+                    if !batch.is_empty() {
+                        self.store(batch, None);
+                    }
+                    if freed >= want {
+                        break 'inboxes;
+                    }
+                }
+            }
+        }
+        let n = victims.len() as u64;
+        Counters::add_shared(&self.shared.evicted, n);
+        Counters::add_shared(&self.shared.dropped, n);
+        if let Some(acct) = &self.idle {
+            acct.forget(freed);
+        }
+        pass_on(drop_each(victims));
+        freed
+    }
+}

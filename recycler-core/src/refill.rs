@@ -1,0 +1,216 @@
+//! The slow get: what `get` does when the calling thread's slot and batch
+//! are empty, or when its cache is not in the hot index. It sends the
+//! thread's pending foreign releases home, takes up to a batch from its
+//! inbox, else a batch from the shared depot, and only then calls the
+//! factory.
+
+use std::mem;
+
+use crate::cache::Local;
+use crate::home::Home;
+use crate::reclaim::bytes_of;
+use crate::recyclable::Recyclable;
+use crate::registry;
+use crate::shared::Inner;
+use crate::stats::Counters;
+
+/// Runs its closure if dropped, that is, if what it guards unwinds; the
+/// guarded code `mem::forget`s it when it returns.
+pub(crate) struct OnUnwind<F: FnMut()>(pub(crate) F);
+
+impl<F: FnMut()> Drop for OnUnwind<F> {
+    #[cold]
+    fn drop(&mut self) {
+        (self.0)();
+    }
+}
+
+impl<T: Recyclable> Inner<T> {
+    /// `get` when the owner path found nothing: pooled, else made.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn get_slow(&self) -> (Box<T>, Home<T>) {
+        match self.take_pooled() {
+            Some(hit) => hit,
+            None => self.make(),
+        }
+    }
+
+    /// Finds a pooled object: the calling thread's cache, its inbox, the
+    /// depot. Sends the thread's pending foreign releases home first.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn take_pooled(&self) -> Option<(Box<T>, Home<T>)> {
+        let Some(local) = self.local_for_current() else {
+            // The thread is exiting: it may use the depot but own nothing.
+            let obj = self.depot.take_one()?;
+            let bytes = self.measure_taken(&obj, None);
+            if let Some(acct) = &self.idle {
+                acct.forget(bytes);
+            }
+            Counters::add_shared(&self.shared.hits, 1);
+            return Some((obj, self.home(None, false)));
+        };
+        self.flush_pending(local);
+        // Nothing pending now: the owner path may find the cache again.
+        // SAFETY: the calling thread owns `local`, a cache of this recycler,
+        // until it exits (whose hook clears the index first).
+        unsafe { registry::set_hot(self.hot_key, std::ptr::from_ref(local).cast()) };
+        // SAFETY: the calling thread owns `local`; the closure runs no user
+        // code.
+        let take = || unsafe { local.with_cache(|c| c.slot.take().or_else(|| c.pop_batch())) };
+        let mut obj = take();
+        if obj.is_none() && self.refill(local) {
+            obj = take();
+        }
+        let obj = obj?;
+        if let Some(acct) = &self.idle {
+            let bytes = self.measure_taken(&obj, Some(local));
+            // SAFETY: the calling thread owns `local`.
+            acct.sub(unsafe { self.cell_of(local) }, bytes);
+        }
+        Counters::add_owned(&local.counters.hits, 1);
+        Some((obj, self.home(Some(local), false)))
+    }
+
+    /// The bytes of `obj`, an idle object just taken out, under a cap (0
+    /// without one). If `retained_bytes` panics, the object is counted as
+    /// dropped (on `mine`'s counters if the calling thread owns it) before
+    /// it is dropped by the unwinding.
+    #[allow(clippy::borrowed_box, reason = "measured as `bytes_of` measures")]
+    fn measure_taken(&self, obj: &Box<T>, mine: Option<&Local<T>>) -> u64 {
+        if self.idle.is_none() {
+            return 0;
+        }
+        let unwinding = OnUnwind(|| self.count_for(mine, |c| &c.dropped, 1));
+        let bytes = bytes_of(obj);
+        mem::forget(unwinding);
+        bytes
+    }
+
+    /// Calls the factory. The object is pooled on release unless pooling is
+    /// off or `ratio` says this one is to be dropped.
+    pub(crate) fn make(&self) -> (Box<T>, Home<T>) {
+        // A panicking factory leaves everything as it was: nothing is counted
+        // or borrowed yet.
+        let obj = Box::new((self.factory)());
+        self.made(obj)
+    }
+
+    /// Counts `obj`, freshly made by the factory or by the buffer pool, as
+    /// made and handed out; applies `ratio`.
+    pub(crate) fn made(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+        let local = self.local_for_current();
+        let keep = self.config.pooling()
+            && match local {
+                // SAFETY: `local_for_current` returns a cache the calling
+                // thread owns; the closure runs no user code.
+                Some(local) => unsafe {
+                    local.with_cache(|c| {
+                        let keep = c.fresh == 0;
+                        c.fresh = if c.fresh + 1 >= self.config.ratio {
+                            0
+                        } else {
+                            c.fresh + 1
+                        };
+                        keep
+                    })
+                },
+                None => true,
+            };
+        match local {
+            Some(local) => Counters::add_owned(&local.counters.created, 1),
+            None => Counters::add_shared(&self.shared.created, 1),
+        }
+        (obj, self.home(local, !keep))
+    }
+
+    /// Makes `obj`, an object in use that this recycler did not hand out (a
+    /// buffer that grew into another bucket), one of its objects in use,
+    /// homed at the calling thread's cache; the caller releases it next.
+    pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+        let local = self.local_for_current();
+        self.count_for(local, |c| &c.adopted, 1);
+        (obj, self.home(local, false))
+    }
+
+    /// Makes up to `n` objects with the factory into the depot, where every
+    /// thread finds them; stops early when the depot is full or an object
+    /// would take idle memory over its cap (that object is dropped).
+    /// Returns how many it added.
+    ///
+    /// Objects are counted once they are stored (or dropped), so a factory
+    /// or a `retained_bytes` that panics leaves the books as they were for
+    /// the objects of the batch being made, which drop with it.
+    pub(crate) fn prefill(&self, n: usize) -> usize {
+        if !self.config.pooling() {
+            return 0;
+        }
+        let mut added = 0;
+        while added < n {
+            let room = self.depot.room().min(n - added);
+            if room == 0 {
+                break;
+            }
+            let mut batch = Vec::with_capacity(room.min(self.config.batch_size));
+            let mut over_cap = false;
+            while batch.len() < batch.capacity() {
+                let obj = Box::new((self.factory)());
+                if let Some(acct) = &self.idle {
+                    if !acct.admit(None, bytes_of(&obj), self.member) {
+                        // Made, never idle: counted as made and dropped.
+                        Counters::add_shared(&self.shared.created, 1);
+                        Counters::add_shared(&self.shared.prefilled, 1);
+                        Counters::add_shared(&self.shared.dropped, 1);
+                        drop(obj);
+                        over_cap = true;
+                        break;
+                    }
+                }
+                batch.push(obj);
+            }
+            let made = batch.len();
+            Counters::add_shared(&self.shared.created, made as u64);
+            Counters::add_shared(&self.shared.prefilled, made as u64);
+            let rejected = self.depot.put(batch).map_or(0, |rejected| {
+                let n = rejected.len();
+                self.drop_idle(rejected, None);
+                n
+            });
+            added += made - rejected;
+            if over_cap || rejected > 0 {
+                break;
+            }
+        }
+        added
+    }
+
+    /// Moves up to a batch from `local`'s inbox into its cache (resetting
+    /// the objects if their reset was deferred), or else one batch from the
+    /// depot; the emptied vectors go back where they can be reused. Returns
+    /// whether anything came.
+    fn refill(&self, local: &Local<T>) -> bool {
+        let mut got = 0;
+        while got < self.config.batch_size {
+            let Some(mut batch) = local.inbox.recv() else {
+                break;
+            };
+            self.settle(&mut batch, Some(local));
+            got += batch.len();
+            // SAFETY: the caller owns `local`; `extend` moves boxes and runs
+            // no user code.
+            unsafe { local.with_cache(|c| c.batch.extend(batch.drain(..))) };
+            local.inbox.put_spare(batch);
+        }
+        if got > 0 {
+            return true;
+        }
+        let Some(mut batch) = self.depot.take() else {
+            return false;
+        };
+        // SAFETY: as above.
+        unsafe { local.with_cache(|c| c.batch.extend(batch.drain(..))) };
+        self.depot.put_spare(batch);
+        true
+    }
+}

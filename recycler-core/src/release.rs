@@ -1,0 +1,116 @@
+//! The slow release: every release but the owner's inlined push. Objects
+//! marked for dropping (`ratio`, capacity 0) or released by a panicking
+//! thread are dropped; under an idle-memory cap the object is measured and
+//! admitted or dropped; the owner pushes into a full cache by spilling its
+//! coldest batch to the depot; everything released on another thread goes
+//! to the handoff ([`crate::handoff`]).
+
+use std::mem;
+
+use crate::cache::Local;
+use crate::home::Home;
+use crate::owner::Resetting;
+use crate::reclaim::bytes_of;
+use crate::recyclable::Recyclable;
+use crate::refill::OnUnwind;
+use crate::registry;
+use crate::shared::Inner;
+use crate::stats::Counters;
+
+impl<T: Recyclable> Inner<T> {
+    /// Every release but the owner's push into a cache with room: discards
+    /// (`ratio`, capacity 0, a panicking thread), releases under an
+    /// idle-memory cap, releases on a thread that does not own the object's
+    /// home, and a full cache. `was_reset` says whether `obj` has been
+    /// reset.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
+        if home.is_discard() || std::thread::panicking() {
+            return self.discard(obj, home);
+        }
+        // SAFETY: the recycler outlives the guard being released.
+        let owned = unsafe { home.local() }.filter(|l| l.is_owned_by(registry::current()));
+        let mut obj = obj;
+        if !was_reset && (self.config.reset_on_return || owned.is_some()) {
+            obj = Resetting::reset(self, obj, home);
+        }
+        if let Some(acct) = &self.idle {
+            let mine = self.local_for_current();
+            let bytes = {
+                let unwinding = OnUnwind(|| {
+                    self.count_release(home, 1);
+                    self.count_for(owned, |c| &c.dropped, 1);
+                });
+                let bytes = bytes_of(&obj);
+                mem::forget(unwinding);
+                bytes
+            };
+            // SAFETY: `local_for_current` returns a cache the calling thread
+            // owns.
+            let cell = mine.map(|l| unsafe { self.cell_of(l) });
+            if !acct.admit(cell, bytes, self.member) {
+                return self.discard(obj, home);
+            }
+        }
+        match owned {
+            Some(local) => self.release_owned(local, obj),
+            None => self.release_foreign(obj, home),
+        }
+    }
+
+    /// Puts a released object, reset, into the cache of the calling thread,
+    /// which owns `local`; past `max_capacity_per_thread`, spills first.
+    pub(crate) fn release_owned(&self, local: &Local<T>, obj: Box<T>) {
+        let max = self.config.max_capacity_per_thread;
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        let full = unsafe {
+            local.with_cache(|c| {
+                if c.len() < max {
+                    // The object released last takes the slot; the one it
+                    // held goes behind.
+                    let older = c.slot.replace(obj);
+                    c.batch.extend(older);
+                    None
+                } else {
+                    Some(obj)
+                }
+            })
+        };
+        match full {
+            None => Counters::add_owned(&local.counters.released_local, 1),
+            Some(obj) => self.release_spilling(local, obj),
+        }
+    }
+
+    /// Release on the owner thread into a full cache: the coldest batch
+    /// moves to the depot to make room.
+    fn release_spilling(&self, local: &Local<T>, obj: Box<T>) {
+        let batch_size = self.config.batch_size;
+        // SAFETY: the caller owns `local`; the closure runs no user code (the
+        // depot moves boxes under its lock).
+        let rejected = unsafe {
+            local.with_cache(|c| {
+                let older = c.slot.replace(obj);
+                c.batch.extend(older);
+                let n = batch_size.min(c.batch.len());
+                let rejected = self.depot.put_front(&mut c.batch, n);
+                c.low_water = c.low_water.min(c.batch.len());
+                rejected
+            })
+        };
+        Counters::add_owned(&local.counters.released_local, 1);
+        if let Some(rejected) = rejected {
+            self.drop_idle(rejected, Some(local));
+        }
+    }
+
+    /// Drops a released object instead of pooling it.
+    pub(crate) fn discard(&self, obj: Box<T>, home: Home<T>) {
+        self.count_release(home, 1);
+        // SAFETY: the recycler outlives the guard that is being released.
+        let local = unsafe { home.local() };
+        self.count_for(local, |c| &c.dropped, 1);
+        drop(obj);
+    }
+}

@@ -1,0 +1,221 @@
+//! `Inner<T>`: the state every thread of one recycler shares, how it is
+//! made, how its statistics are summed, and how it drops.
+//!
+//! The paths an object takes live in files of their own, each an
+//! `impl Inner<T>` block: the owner path ([`crate::owner`]), the slow get
+//! ([`crate::refill`]), the slow release ([`crate::release`]), foreign
+//! releases ([`crate::handoff`]), thread exit ([`crate::exit`]), and freeing
+//! idle objects ([`crate::reclaim`]).
+
+use crate::builder::{Config, Factory, SharedIdle};
+use crate::cache::Local;
+use crate::depot::Depot;
+use crate::home::Home;
+use crate::idle::{DeltaCell, IdleAccount};
+use crate::inbox::Batch;
+use crate::loom::{Arc, Weak};
+use crate::reclaim;
+use crate::recyclable::Recyclable;
+use crate::registry::{self, ExitFlush};
+use crate::slots::SlotList;
+use crate::stats::{Counters, RecyclerStats, Tally};
+
+/// Marks the hot-index key of a recycler with an idle-memory cap, so that
+/// the inlined owner path (which looks up the plain id) never finds its
+/// caches. Recycler ids never reach this bit.
+const ACCOUNTED_KEY: u64 = 1 << 63;
+
+/// The state shared by all threads of one recycler.
+pub(crate) struct Inner<T> {
+    /// Unique for the life of the process; keys the threads' hot indexes
+    /// and their exit hooks.
+    pub(crate) id: u64,
+    /// The key of this recycler's entries in the hot index: `id`, or `id`
+    /// marked with [`ACCOUNTED_KEY`] under an idle-memory cap.
+    pub(crate) hot_key: u64,
+    /// The idle-memory account, under a cap.
+    pub(crate) idle: Option<Arc<IdleAccount>>,
+    /// This recycler's index among the members of its idle account.
+    pub(crate) member: usize,
+    /// One cache per thread that uses the recycler, reused by later threads.
+    pub(crate) caches: SlotList<Local<T>>,
+    pub(crate) depot: Depot<T>,
+    pub(crate) factory: Factory<T>,
+    pub(crate) config: Config,
+    /// Tallies of the paths that have no owning thread.
+    pub(crate) shared: Counters,
+    /// This recycler as the target of thread-exit hooks.
+    pub(crate) exit_hook: Weak<dyn ExitFlush>,
+    /// `Local::new`, captured where `T: Send` is known, so that the paths
+    /// bounded by `T: Recyclable` only can make caches too.
+    pub(crate) new_local: fn(usize, usize, *const Inner<T>) -> Local<T>,
+    /// The home of the objects a thread gets while it owns no cache (while
+    /// it exits): a cache no thread ever owns, so releases to it take the
+    /// foreign path and end in the depot. With it, every object this
+    /// recycler hands out has a home, through which its guard finds the
+    /// recycler.
+    pub(crate) orphan: Local<T>,
+}
+
+impl<T: Recyclable + Send + 'static> Inner<T> {
+    /// The shared state of a new recycler.
+    pub(crate) fn new(
+        factory: Factory<T>,
+        config: Config,
+        shared_idle: Option<SharedIdle>,
+    ) -> Arc<Self> {
+        let (idle, member) = match (shared_idle, config.max_idle_bytes) {
+            (Some((acct, member)), _) => (Some(acct), member),
+            (None, Some(cap)) => (Some(Arc::new(IdleAccount::new(cap as u64, 0, None))), 0),
+            (None, None) => (None, 0),
+        };
+        let id = registry::new_key();
+        let hot_key = if idle.is_some() {
+            id | ACCOUNTED_KEY
+        } else {
+            id
+        };
+        Arc::new_cyclic(|this: &Weak<Inner<T>>| Inner {
+            id,
+            hot_key,
+            idle,
+            member,
+            caches: SlotList::new(),
+            depot: Depot::new(config.depot_capacity),
+            factory,
+            config,
+            shared: Counters::default(),
+            exit_hook: this.clone(),
+            new_local: Local::new,
+            orphan: Local::new(
+                config.max_capacity_per_thread,
+                config.batch_size,
+                this.as_ptr(),
+            ),
+        })
+    }
+}
+
+impl<T> Inner<T> {
+    /// Every cache, the orphan's included.
+    pub(crate) fn all_caches(&self) -> impl Iterator<Item = &Local<T>> {
+        self.caches.iter().chain([&self.orphan])
+    }
+
+    /// The idle-memory delta the owner of `local` counts in: the buffer
+    /// pool's per-thread cell if the pool set one as the cache's `aux`, the
+    /// cache's own otherwise.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`.
+    pub(crate) unsafe fn cell_of<'a>(&self, local: &'a Local<T>) -> &'a DeltaCell {
+        // SAFETY: the caller owns `local`; the closure runs no user code.
+        let aux = unsafe { local.with_cache(|c| c.aux) };
+        // SAFETY: a non-null `aux` is set by the buffer pool to its thread's
+        // cell, which lives as long as the pool, which owns this recycler.
+        unsafe { aux.cast::<DeltaCell>().as_ref() }.unwrap_or(&local.delta)
+    }
+
+    /// The unpublished idle bytes of every cache.
+    pub(crate) fn idle_deltas(&self) -> i64 {
+        self.all_caches()
+            .fold(0i64, |sum, l| sum.wrapping_add(l.delta.get()))
+    }
+
+    /// Every thread's counters, summed.
+    pub(crate) fn tally(&self) -> Tally {
+        let mut tally = Tally::default();
+        self.shared.add_to(&mut tally);
+        for local in self.all_caches() {
+            local.counters.add_to(&mut tally);
+        }
+        tally
+    }
+
+    pub(crate) fn stats(&self) -> RecyclerStats {
+        let idle_bytes = self
+            .idle
+            .as_ref()
+            .map_or(0, |acct| acct.total(self.idle_deltas()));
+        self.tally().into_stats(idle_bytes)
+    }
+
+    /// The home of an object handed out to the owner of `local` (or, with
+    /// `None`, to a thread that owns no cache), marked if this recycler
+    /// counts idle bytes.
+    #[inline]
+    pub(crate) fn home(&self, local: Option<&Local<T>>, discard: bool) -> Home<T> {
+        let home = Home::new(Some(local.unwrap_or(&self.orphan)), discard);
+        if self.idle.is_some() {
+            home.accounted()
+        } else {
+            home
+        }
+    }
+
+    /// Adds to `local`'s counters if the calling thread owns it, else to the
+    /// shared ones.
+    pub(crate) fn count_for(
+        &self,
+        local: Option<&Local<T>>,
+        field: impl Fn(&Counters) -> &crate::loom::StatCounter,
+        n: u64,
+    ) {
+        match local {
+            Some(l) if l.is_owned_by(registry::current()) => {
+                Counters::add_owned(field(&l.counters), n)
+            }
+            _ => Counters::add_shared(field(&self.shared), n),
+        }
+    }
+
+    /// Counts a release as local or remote, on the right counters.
+    pub(crate) fn count_release(&self, home: Home<T>, n: u64) {
+        // SAFETY: the recycler outlives the guard that is being released.
+        let local = unsafe { home.local() };
+        match local {
+            Some(l) if l.is_owned_by(registry::current()) => {
+                Counters::add_owned(&l.counters.released_local, n);
+            }
+            _ => Counters::add_shared(&self.shared.released_remote, n),
+        }
+    }
+
+    /// Detaches an object for good (`into_inner`).
+    pub(crate) fn count_detached(&self, home: Home<T>) {
+        // SAFETY: the recycler outlives the guard being detached.
+        let local = unsafe { home.local() };
+        self.count_for(local, |c| &c.detached, 1);
+    }
+}
+
+impl<T> Drop for Inner<T> {
+    /// Drops every object the recycler holds, even if some of their `Drop`s
+    /// panic: the others are dropped all the same, then the first panic is
+    /// resumed (unless the thread is already panicking).
+    fn drop(&mut self) {
+        let mut held: Vec<Batch<T>> = Vec::new();
+        for local in self.caches.iter().chain([&self.orphan]) {
+            // SAFETY: the recycler is dropping, so no guard and no thread
+            // uses it any more: nobody else touches any cache (threads that
+            // still own one only keep stale hot-index entries, which no live
+            // recycler's key matches, and hooks whose targets are gone).
+            unsafe {
+                local.with_cache(|c| {
+                    held.push(c.take_all());
+                    held.extend(c.pending.drain());
+                });
+            }
+            while let Some(batch) = local.inbox.recv() {
+                held.push(batch);
+            }
+        }
+        held.extend(self.depot.drain());
+        if let Some(panic) = reclaim::drop_each(held.into_iter().flatten()) {
+            if !std::thread::panicking() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    }
+}
