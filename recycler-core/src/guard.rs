@@ -1,7 +1,10 @@
 //! The guards: [`Pooled`] borrows its recycler, [`OwnedPooled`] holds it in
 //! an `Arc`. Both return their object to the pool when dropped.
 
+use std::borrow::{Borrow, BorrowMut};
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
@@ -15,7 +18,10 @@ use crate::shared::Inner;
 
 /// An object on loan from a [`Recycler`]; returns to the pool when dropped.
 ///
-/// Made by [`Recycler::get`] and [`Recycler::try_get`]. Dereferences to `T`.
+/// Made by [`Recycler::get`] and [`Recycler::try_get`]. Dereferences to `T`,
+/// and stands for it as a `Box<T>` does: `AsRef`, `Borrow` (so a set of
+/// guards is searched by `&T`), comparisons, ordering and hashing of the
+/// object, `Debug` and `Display` of the object, and `{:p}` its address.
 /// On drop, the object is reset ([`Recyclable::reset`]) on the dropping
 /// thread and pooled: straight into this thread's cache if this thread got it,
 /// otherwise sent home. A panic in `reset` reaches the code that dropped the
@@ -171,8 +177,8 @@ impl<T: Recyclable + fmt::Display> fmt::Display for Pooled<'_, T> {
 /// An object on loan from a [`Recycler`] in an `Arc`; `'static`, so it can
 /// move into threads and tasks. Returns to the pool when dropped.
 ///
-/// Made by [`Recycler::get_owned`]; otherwise the same as [`Pooled`]. The guard
-/// keeps the recycler alive.
+/// Made by [`Recycler::get_owned`]; otherwise the same as [`Pooled`], with the
+/// same traits. The guard keeps the recycler alive.
 ///
 /// # Examples
 ///
@@ -274,6 +280,184 @@ impl<T: Recyclable + fmt::Display> fmt::Display for OwnedPooled<T> {
     }
 }
 
+/// The traits that make a guard stand for its object as a `Box<T>` does:
+/// views (`AsRef`, `AsMut`, `Borrow`, `BorrowMut`), comparisons and hashing
+/// that look through the guard to the object (`PartialEq`, `Eq`,
+/// `PartialOrd`, `Ord`, `Hash`, with `Box`'s bounds: a guard compares with
+/// another guard of the same type, never with a bare `T`), and
+/// `fmt::Pointer`, the object's address. `Borrow<T>` holds to its contract:
+/// a guard compares and hashes exactly as its object, so a `HashSet` or a
+/// `BTreeSet` of guards can be searched by `&T`.
+///
+/// `$guard` is the guard type over `T`, `$head` the doc examples' setup, and
+/// `$get` the expression that gets a guard of a `String`.
+macro_rules! box_like {
+    ($guard:ty, $head:literal, $get:literal) => {
+        /// The object, as [`Deref`] gives it.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nfn len_of(s: impl AsRef<String>) -> usize {\n    s.as_ref().len()\n}\n\nlet mut s = ", $get, ";\ns.push_str(\"abc\");\nassert_eq!(len_of(&s), 3);\n```")]
+        impl<T: Recyclable> AsRef<T> for $guard {
+            #[inline]
+            fn as_ref(&self) -> &T {
+                self
+            }
+        }
+
+        /// The object, as [`DerefMut`] gives it.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nfn shout(mut s: impl AsMut<String>) {\n    s.as_mut().make_ascii_uppercase();\n}\n\nlet mut s = ", $get, ";\ns.push_str(\"hi\");\nshout(&mut s);\nassert_eq!(*s, \"HI\");\n```")]
+        impl<T: Recyclable> AsMut<T> for $guard {
+            #[inline]
+            fn as_mut(&mut self) -> &mut T {
+                self
+            }
+        }
+
+        /// The object. The guard compares, orders and hashes as the object
+        /// does, so collections of guards can be searched by `&T`, as
+        /// collections of `Box<T>` can. Only by `&T`: a guard of a `String`
+        /// does not borrow as a `str` (nor does a `Box<String>`).
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::collections::HashSet;\n", $head, "\nlet mut a = ", $get, ";\na.push_str(\"a\");\nlet set = HashSet::from([a]);\nassert!(set.contains(&String::from(\"a\")));\nassert!(!set.contains(&String::from(\"b\")));\n```")]
+        ///
+        /// Searching by `&str` does not compile:
+        ///
+        #[doc = concat!("```compile_fail,E0277\nuse std::collections::HashSet;\n", $head, "\nlet set = HashSet::from([", $get, "]);\nset.contains(\"\");\n```")]
+        impl<T: Recyclable> Borrow<T> for $guard {
+            #[inline]
+            fn borrow(&self) -> &T {
+                self
+            }
+        }
+
+        /// The object, mutably.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::borrow::BorrowMut;\n", $head, "\nlet mut s = ", $get, ";\nlet inner: &mut String = s.borrow_mut();\ninner.push('x');\nassert_eq!(*s, \"x\");\n```")]
+        impl<T: Recyclable> BorrowMut<T> for $guard {
+            #[inline]
+            fn borrow_mut(&mut self) -> &mut T {
+                self
+            }
+        }
+
+        /// Two guards are equal when their objects are, as two boxes are.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $get, ", ", $get, ");\na.push_str(\"x\");\nassert_ne!(a, b);\nb.push_str(\"x\");\nassert_eq!(a, b);\n```")]
+        impl<T: Recyclable + PartialEq> PartialEq for $guard {
+            #[inline]
+            fn eq(&self, other: &Self) -> bool {
+                PartialEq::eq(&**self, &**other)
+            }
+
+            #[inline]
+            #[allow(clippy::partialeq_ne_impl, reason = "forwards `T`'s own `ne`, as `Box` does")]
+            fn ne(&self, other: &Self) -> bool {
+                PartialEq::ne(&**self, &**other)
+            }
+        }
+
+        /// Equality is an equivalence when the objects' is.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nfn same<E: Eq>(a: &E, b: &E) -> bool {\n    a == b\n}\n\nlet (a, b) = (", $get, ", ", $get, ");\nassert!(same(&a, &b)); // both empty\n```")]
+        impl<T: Recyclable + Eq> Eq for $guard {}
+
+        /// Guards order as their objects do.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $get, ", ", $get, ");\na.push_str(\"apple\");\nb.push_str(\"banana\");\nassert!(a < b);\nassert_eq!(a.partial_cmp(&b), Some(std::cmp::Ordering::Less));\n```")]
+        impl<T: Recyclable + PartialOrd> PartialOrd for $guard {
+            #[inline]
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                PartialOrd::partial_cmp(&**self, &**other)
+            }
+
+            #[inline]
+            fn lt(&self, other: &Self) -> bool {
+                PartialOrd::lt(&**self, &**other)
+            }
+
+            #[inline]
+            fn le(&self, other: &Self) -> bool {
+                PartialOrd::le(&**self, &**other)
+            }
+
+            #[inline]
+            fn gt(&self, other: &Self) -> bool {
+                PartialOrd::gt(&**self, &**other)
+            }
+
+            #[inline]
+            fn ge(&self, other: &Self) -> bool {
+                PartialOrd::ge(&**self, &**other)
+            }
+        }
+
+        /// Guards order as their objects do, so a list of them sorts by
+        /// object.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet mut names: Vec<_> = [\"carol\", \"alice\", \"bob\"]\n    .into_iter()\n    .map(|name| {\n        let mut s = ", $get, ";\n        s.push_str(name);\n        s\n    })\n    .collect();\nnames.sort();\nlet sorted: Vec<&str> = names.iter().map(|s| s.as_str()).collect();\nassert_eq!(sorted, [\"alice\", \"bob\", \"carol\"]);\n```")]
+        impl<T: Recyclable + Ord> Ord for $guard {
+            #[inline]
+            fn cmp(&self, other: &Self) -> Ordering {
+                Ord::cmp(&**self, &**other)
+            }
+        }
+
+        /// Hashes the object, exactly as hashing `T` does (as `Box` does),
+        /// which [`Borrow<T>`] requires.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::hash::{BuildHasher, RandomState};\n", $head, "\nlet mut s = ", $get, ";\ns.push_str(\"key\");\nlet hasher = RandomState::new();\nassert_eq!(hasher.hash_one(&s), hasher.hash_one(String::from(\"key\")));\n```")]
+        impl<T: Recyclable + Hash> Hash for $guard {
+            #[inline]
+            fn hash<H: Hasher>(&self, state: &mut H) {
+                (**self).hash(state);
+            }
+        }
+
+        /// The object's address, as `Box` formats it (the object does not
+        /// move while the guard holds it).
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet s = ", $get, ";\nassert_eq!(format!(\"{s:p}\"), format!(\"{:p}\", &*s));\n```")]
+        impl<T: Recyclable> fmt::Pointer for $guard {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let ptr: *const T = &**self;
+                fmt::Pointer::fmt(&ptr, f)
+            }
+        }
+    };
+}
+
+box_like!(
+    Pooled<'_, T>,
+    "use recycler_core::Recycler;\n\nlet pool: Recycler<String> = Recycler::new();",
+    "pool.get()"
+);
+
+box_like!(
+    OwnedPooled<T>,
+    "use std::sync::Arc;\nuse recycler_core::Recycler;\n\nlet pool = Arc::new(Recycler::<String>::new());",
+    "pool.get_owned()"
+);
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -303,4 +487,25 @@ mod tests {
     assert_not_impl_any!(OwnedPooled<Local>: Send, Sync);
     const_assert!(size_of::<Pooled<'static, [u64; 8]>>() <= 2 * size_of::<usize>());
     const_assert!(size_of::<OwnedPooled<[u64; 8]>>() <= 3 * size_of::<usize>());
+
+    // As `Box<T>`: the views and comparisons of `T`, with `T`'s bounds.
+    assert_impl_all!(
+        Pooled<'static, String>: AsRef<String>, AsMut<String>, Borrow<String>,
+        BorrowMut<String>, Eq, Ord, Hash, fmt::Display, fmt::Pointer
+    );
+    assert_impl_all!(
+        OwnedPooled<String>: AsRef<String>, AsMut<String>, Borrow<String>,
+        BorrowMut<String>, Eq, Ord, Hash, fmt::Display, fmt::Pointer
+    );
+    // Only `T` itself: a guard does not borrow as what `T` borrows as, and
+    // compares with guards, not with bare objects (as `Box<String>`).
+    assert_not_impl_any!(Pooled<'static, String>: Borrow<str>, AsRef<str>, PartialEq<String>);
+    assert_not_impl_any!(OwnedPooled<String>: Borrow<str>, PartialEq<String>);
+    assert_not_impl_any!(Box<String>: Borrow<str>, PartialEq<String>);
+    // `f64` is `PartialEq` and `PartialOrd` only, and so are its guards.
+    assert_impl_all!(Pooled<'static, Vec<f64>>: PartialEq, PartialOrd);
+    assert_not_impl_any!(Pooled<'static, Vec<f64>>: Eq, Ord, Hash);
+    assert_not_impl_any!(OwnedPooled<Vec<f64>>: Eq, Ord, Hash);
+    // `Local` has no comparisons: neither have its guards.
+    assert_not_impl_any!(Pooled<'static, Local>: PartialEq, PartialOrd, fmt::Display);
 }

@@ -14,8 +14,9 @@ use std::mem::size_of;
 ///
 /// Implemented here for the primitive types (reset to their default), for
 /// `String` and the `std` collections (cleared, capacity kept), for
-/// `Option<T>` (reset to `None`), for `Box<T>`, for arrays and for tuples of
-/// up to twelve recyclable elements. With the default `derive` feature,
+/// `Option<T>` (reset to `None`), for `Box<T>`, for arrays, for tuples of
+/// up to twelve recyclable elements, and, with the `bytes` feature, for
+/// `bytes::BytesMut` (cleared, capacity kept). With the default `derive` feature,
 /// `#[derive(Recyclable)]` implements it for your own types.
 ///
 /// # Examples
@@ -176,6 +177,38 @@ impl<T: Recyclable + ?Sized> Recyclable for Box<T> {
     }
 }
 
+/// Feature `bytes`: clears the buffer and keeps its capacity, as `Vec<u8>`
+/// does; an idle one retains its capacity in bytes.
+///
+/// `BytesMut::clear` keeps the whole allocation this handle owns. A
+/// `BytesMut` that was split shares its allocation with the other parts:
+/// its `capacity` counts only its own part, and that is what it reports.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::{BufMut, BytesMut};
+/// use recycler_core::Recyclable;
+///
+/// let mut buf = BytesMut::with_capacity(1024);
+/// buf.put_slice(b"frame");
+/// buf.reset();
+/// assert!(buf.is_empty());
+/// assert_eq!(buf.capacity(), 1024);
+/// assert_eq!(buf.retained_bytes(), 1024);
+/// ```
+#[cfg(feature = "bytes")]
+impl Recyclable for bytes::BytesMut {
+    #[inline]
+    fn reset(&mut self) {
+        self.clear();
+    }
+
+    fn retained_bytes(&self) -> usize {
+        self.capacity()
+    }
+}
+
 impl<T: Recyclable, const N: usize> Recyclable for [T; N] {
     #[inline]
     fn reset(&mut self) {
@@ -307,6 +340,26 @@ mod tests {
         assert_eq!(t.0, 0);
         assert!(t.1.is_empty() && t.2.is_empty());
         assert_eq!(t.retained_bytes(), t.1.capacity() + t.2.capacity() * 4);
+    }
+
+    #[cfg(feature = "bytes")]
+    #[test]
+    fn bytes_mut_clears_and_keeps_capacity() {
+        let mut b = bytes::BytesMut::with_capacity(100);
+        b.extend_from_slice(&[1; 60]);
+        let ptr = b.as_ptr();
+        b.reset();
+        assert!(b.is_empty());
+        assert_eq!(
+            (b.capacity(), b.as_ptr()),
+            (100, ptr),
+            "the same allocation"
+        );
+        assert_eq!(b.retained_bytes(), 100);
+        // A split-off part reports its own part of the shared allocation.
+        let mut head = bytes::BytesMut::with_capacity(100);
+        let tail = head.split_off(30);
+        assert_eq!((head.retained_bytes(), tail.retained_bytes()), (30, 70));
     }
 
     #[test]

@@ -17,10 +17,11 @@ use crate::recyclable::Recyclable;
 /// `#[recycle(shrink_to = N)]` in a `#[derive(Recyclable)]` type is reset
 /// this way.
 ///
-/// The limit counts elements for the collections and bytes for `String`, as
-/// their `capacity()` does. Capacity at or under the limit is kept as it is,
-/// without reallocating. `BTreeMap` and `BTreeSet` have no capacity: clearing
-/// them frees every node, so for them this is `clear`.
+/// The limit counts elements for the collections and bytes for `String` (and
+/// `bytes::BytesMut`, with the `bytes` feature), as their `capacity()` does.
+/// Capacity at or under the limit is kept as it is, without reallocating.
+/// `BTreeMap` and `BTreeSet` have no capacity: clearing them frees every
+/// node, so for them this is `clear`.
 ///
 /// Implement it for your own collections (it requires [`Recyclable`], whose
 /// [`retained_bytes`](Recyclable::retained_bytes) the derive still uses for
@@ -45,7 +46,7 @@ use crate::recyclable::Recyclable;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be shrunk by `#[recycle(shrink_to = N)]`",
     label = "`{Self}` does not implement `ShrinkTo`",
-    note = "`shrink_to` works on `Vec`, `VecDeque`, `String`, `HashMap`, `HashSet`, `BinaryHeap`, `BTreeMap` and `BTreeSet`; for another type, implement `recycler_core::ShrinkTo` or use `#[recycle(with = path::to::fn)]`"
+    note = "`shrink_to` works on `Vec`, `VecDeque`, `String`, `HashMap`, `HashSet`, `BinaryHeap`, `BTreeMap`, `BTreeSet` and, with the `bytes` feature, `BytesMut`; for another type, implement `recycler_core::ShrinkTo` or use `#[recycle(with = path::to::fn)]`"
 )]
 pub trait ShrinkTo: Recyclable {
     /// Removes every element, then shrinks the capacity to at most
@@ -265,6 +266,46 @@ impl<T> ShrinkTo for BTreeSet<T> {
     }
 }
 
+/// Feature `bytes`: clears the buffer, then, if it holds more than
+/// `max_capacity` bytes, replaces it with a fresh
+/// `BytesMut::with_capacity(max_capacity)`.
+///
+/// `BytesMut` has no `shrink_to`. Replacing it is what shrinking can soundly
+/// do: the old handle is dropped, which frees its allocation, or, if other
+/// handles split from it (or `Bytes` frozen from them) still share the
+/// allocation, leaves it to them. Either way this handle then owns exactly
+/// `max_capacity` bytes (none for 0), and what it shared is no longer
+/// counted in its [`retained_bytes`](Recyclable::retained_bytes). At or under
+/// the limit, the buffer keeps its allocation.
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use recycler_core::ShrinkTo;
+///
+/// let mut small = BytesMut::with_capacity(100);
+/// small.extend_from_slice(b"ping");
+/// let ptr = small.as_ptr();
+/// small.clear_and_shrink_to(4096);
+/// assert!(small.is_empty());
+/// assert_eq!((small.capacity(), small.as_ptr()), (100, ptr)); // kept
+///
+/// let mut huge = BytesMut::zeroed(1 << 20);
+/// huge.clear_and_shrink_to(4096);
+/// assert!(huge.is_empty());
+/// assert_eq!(huge.capacity(), 4096); // a fresh allocation of the limit
+/// ```
+#[cfg(feature = "bytes")]
+impl ShrinkTo for bytes::BytesMut {
+    fn clear_and_shrink_to(&mut self, max_capacity: usize) {
+        self.clear();
+        if self.capacity() > max_capacity {
+            *self = bytes::BytesMut::with_capacity(max_capacity);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +345,31 @@ mod tests {
         let mut m: HashMap<u8, u8> = (0..100).map(|i| (i, i)).collect();
         m.clear_and_shrink_to(0);
         assert_eq!(m.capacity(), 0);
+    }
+
+    #[cfg(feature = "bytes")]
+    #[test]
+    fn bytes_mut_over_the_limit_is_replaced() {
+        use bytes::BytesMut;
+
+        let mut b = BytesMut::zeroed(10_000);
+        b.clear_and_shrink_to(0);
+        assert_eq!((b.len(), b.capacity()), (0, 0));
+
+        // A part split from a shared allocation: the others keep theirs.
+        let mut head = BytesMut::zeroed(10_000);
+        let tail = head.split_off(100);
+        let frozen = tail.freeze();
+        head.clear_and_shrink_to(50);
+        assert_eq!((head.len(), head.capacity()), (0, 50));
+        assert_eq!(frozen.len(), 9_900);
+        assert!(frozen.iter().all(|&x| x == 0));
+
+        // Exactly at the limit: kept.
+        let mut exact = BytesMut::with_capacity(64);
+        let ptr = exact.as_ptr();
+        exact.clear_and_shrink_to(64);
+        assert_eq!((exact.capacity(), exact.as_ptr()), (64, ptr));
     }
 
     #[test]

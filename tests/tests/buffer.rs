@@ -486,14 +486,18 @@ fn stats_dump_reads_like_jettys() {
     drop(pool.acquire(40_000));
     let text = pool.stats().to_string();
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "header and two used buckets:\n{text}");
+    assert_eq!(lines.len(), 4, "header, two used buckets, total:\n{text}");
     assert!(lines[0].contains("idle 44 KiB (max 1 MiB)"), "{text}");
     assert!(
-        lines[1].contains("4 KiB: acquires 999, pooled 998 (99.900%)"),
+        lines[1].contains("4 KiB: acquires 999 (hits 998, 99.9%)"),
         "{text}"
     );
     assert!(
-        lines[2].contains("40 KiB: acquires 1, pooled 0 (0.000%)"),
+        lines[2].contains("40 KiB: acquires 1 (hits 0, 0.0%)"),
+        "{text}"
+    );
+    assert!(
+        lines[3].contains("total: acquires 1000 (hits 998, 99.8%), created 2"),
         "{text}"
     );
 }

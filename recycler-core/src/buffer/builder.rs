@@ -1,5 +1,7 @@
 //! [`BufferPoolBuilder`]: the knobs of a [`BufferPool`], checked in one place.
 
+use std::fmt;
+
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
 use crate::error::ConfigError;
@@ -70,9 +72,40 @@ impl PoolConfig {
 /// assert_eq!(pool.stats().buckets.len(), 16);
 /// # Ok::<(), recycler_core::ConfigError>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BufferPoolBuilder {
     config: PoolConfig,
+}
+
+impl fmt::Debug for BufferPoolBuilder {
+    /// Every setting, by the name of its setter, as set so far (checked only
+    /// by [`build`](Self::build)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let builder = BufferPool::builder().max_idle_memory(1 << 20);
+    /// assert_eq!(
+    ///     format!("{builder:?}"),
+    ///     "BufferPoolBuilder { bucket_step: 4096, max_capacity: 65536, \
+    ///      max_idle_memory: Some(1048576), memory_limit: None, alignment: 1, \
+    ///      max_idle_per_thread: 64, statistics: true }"
+    /// );
+    /// ```
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.config;
+        f.debug_struct("BufferPoolBuilder")
+            .field("bucket_step", &c.bucket_step)
+            .field("max_capacity", &c.max_capacity)
+            .field("max_idle_memory", &c.max_idle_memory)
+            .field("memory_limit", &c.memory_limit)
+            .field("alignment", &c.alignment)
+            .field("max_idle_per_thread", &c.max_idle_per_thread)
+            .field("statistics", &c.statistics)
+            .finish()
+    }
 }
 
 impl BufferPoolBuilder {
@@ -416,6 +449,30 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn debug_names_every_setting_and_no_private_type() {
+        let b = BufferPoolBuilder::new()
+            .bucket_step(1000)
+            .max_capacity(8000)
+            .max_idle_memory(5)
+            .memory_limit(6000)
+            .alignment(64)
+            .max_idle_per_thread(7)
+            .statistics(false);
+        let text = format!("{b:?}");
+        assert!(
+            !text.contains("PoolConfig") && !text.contains("config"),
+            "{text}"
+        );
+        assert_eq!(
+            text,
+            "BufferPoolBuilder { bucket_step: 1000, max_capacity: 8000, max_idle_memory: Some(5), \
+             memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false }"
+        );
+        // An invalid setting is shown as set: `Debug` checks nothing.
+        assert!(format!("{:?}", BufferPoolBuilder::new().alignment(3)).contains("alignment: 3,"));
     }
 
     #[test]

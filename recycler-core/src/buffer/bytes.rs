@@ -78,7 +78,7 @@ buf_mut!(OwnedPooledBuf);
 impl OwnedPooledBuf {
     /// The written bytes as a [`Bytes`], without copying: the `Bytes` owns
     /// the buffer, and when its last clone drops, the buffer returns to the
-    /// pool.
+    /// pool. What `BytesMut::freeze` is to a `BytesMut`.
     ///
     /// # Examples
     ///
@@ -100,6 +100,7 @@ impl OwnedPooledBuf {
     /// assert_eq!(pool.stats().buckets[0].idle, 1); // back in the pool
     /// assert_eq!(pool.acquire(100).as_ptr(), ptr);
     /// ```
+    #[doc(alias = "freeze")]
     pub fn into_bytes(self) -> Bytes {
         Bytes::from_owner(self)
     }

@@ -3,7 +3,10 @@
 //! pool when dropped, and share one Vec-like API, written once by
 //! `buf_api!`.
 
+use std::borrow::{Borrow, BorrowMut, Cow};
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ops::{Deref, DerefMut};
@@ -49,6 +52,14 @@ impl PoolRef for Arc<BufferPool> {
 /// its new capacity, or is freed if it grew past `max_capacity`. The buffer
 /// borrows its pool; use [`OwnedPooledBuf`] for one that must be `'static`.
 ///
+/// Like a `Vec<u8>`, it is `AsRef<[u8]>` and `Borrow<[u8]>` (a set of
+/// buffers is searched by `&[u8]`), compares, orders and hashes as its
+/// bytes, and is `Extend<u8>` and `Extend<&u8>`. It compares equal to
+/// `[u8]`, `&[u8]`, `&mut [u8]`, `[u8; N]`, `&[u8; N]`, `Vec<u8>`,
+/// `Cow<[u8]>` (each both ways) and to either buffer type holding the same
+/// bytes, whatever the capacities. Its `Debug`, unlike `Vec`'s, shows the
+/// length and capacity, never the contents.
+///
 /// # Examples
 ///
 /// ```
@@ -63,6 +74,29 @@ impl PoolRef for Arc<BufferPool> {
 /// assert_eq!(format!("{buf:?}"), "PooledBuf { len: 37, capacity: 4096, .. }");
 /// # Ok::<(), std::io::Error>(())
 /// ```
+///
+/// Comparisons, as with a `Vec<u8>`:
+///
+/// ```
+/// use std::borrow::Cow;
+/// use std::sync::Arc;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = Arc::new(BufferPool::new());
+/// let mut buf = pool.acquire(16);
+/// buf.extend_from_slice(b"abc");
+/// let mut owned = pool.acquire_owned(10_000); // another capacity
+/// owned.extend_from_slice(b"abc");
+///
+/// assert!(buf == *b"abc" && *b"abc" == buf); // arrays
+/// assert!(buf == b"abc" && b"abc" == buf); // references to arrays
+/// assert!(buf == b"abc"[..] && b"abc"[..] == buf); // slices
+/// assert!(buf == &b"abc"[..] && &b"abc"[..] == buf); // references to slices
+/// assert!(buf == b"abc".to_vec() && b"abc".to_vec() == buf); // vectors
+/// assert!(buf == Cow::Borrowed(&b"abc"[..]) && Cow::Borrowed(&b"abc"[..]) == buf);
+/// assert!(buf == owned && owned == buf); // the other buffer type
+/// assert!(buf != *b"ab" && owned != b"abcd".to_vec());
+/// ```
 pub struct PooledBuf<'a> {
     pool: &'a PoolInner,
     buf: ManuallyDrop<Box<Buf>>,
@@ -76,7 +110,8 @@ pub struct PooledBuf<'a> {
 /// can move into threads and tasks. Returns to the pool when dropped.
 ///
 /// Made by [`BufferPool::acquire_owned`]; otherwise the same as
-/// [`PooledBuf`]. The buffer keeps the pool alive. With the `bytes` feature,
+/// [`PooledBuf`], with the same traits and comparisons. The buffer keeps the
+/// pool alive. With the `bytes` feature,
 /// `into_bytes` turns it into a `bytes::Bytes` without copying, whose last
 /// clone returns the memory to the pool.
 ///
@@ -445,6 +480,114 @@ macro_rules! buf_api {
             }
         }
 
+        /// The bytes written. The buffer compares, orders and hashes as
+        /// them, as a `Vec<u8>` does, so a set or map of buffers is searched
+        /// by `&[u8]`.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::collections::HashSet;\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"key\");\nlet set = HashSet::from([buf]);\nassert!(set.contains(&b\"key\"[..]));\nassert!(!set.contains(&b\"other\"[..]));\n```")]
+        impl Borrow<[u8]> for $ty {
+            #[inline]
+            fn borrow(&self) -> &[u8] {
+                self.buf.as_slice()
+            }
+        }
+
+        /// The bytes written, mutably.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::borrow::BorrowMut;\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nlet bytes: &mut [u8] = buf.borrow_mut();\nbytes.make_ascii_uppercase();\nassert_eq!(buf, *b\"ABC\");\n```")]
+        impl BorrowMut<[u8]> for $ty {
+            #[inline]
+            fn borrow_mut(&mut self) -> &mut [u8] {
+                self.buf.as_mut_slice()
+            }
+        }
+
+        /// Byte equality is an equivalence; capacity plays no part.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nfn same<E: Eq>(a: &E, b: &E) -> bool {\n    a == b\n}\n\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.push(1);\nb.reserve(10_000);\nb.push(1);\nassert!(same(&a, &b));\n```")]
+        impl Eq for $ty {}
+
+        /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.extend_from_slice(b\"ab\");\nb.extend_from_slice(b\"b\");\nassert!(a < b);\n```")]
+        impl PartialOrd for $ty {
+            #[inline]
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(Ord::cmp(self, other))
+            }
+        }
+
+        /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.extend_from_slice(b\"ab\");\nb.extend_from_slice(b\"b\");\nassert_eq!(a.cmp(&b), std::cmp::Ordering::Less);\n```")]
+        impl Ord for $ty {
+            #[inline]
+            fn cmp(&self, other: &Self) -> Ordering {
+                Ord::cmp(self.buf.as_slice(), other.buf.as_slice())
+            }
+        }
+
+        /// Hashes the bytes written exactly as hashing the `[u8]` (or a
+        /// `Vec<u8>` of them) does, which [`Borrow<[u8]>`](Borrow) requires.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::hash::{BuildHasher, RandomState};\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nlet hasher = RandomState::new();\nassert_eq!(hasher.hash_one(&buf), hasher.hash_one(&b\"abc\"[..]));\nassert_eq!(hasher.hash_one(&buf), hasher.hash_one(b\"abc\".to_vec()));\n```")]
+        impl Hash for $ty {
+            #[inline]
+            fn hash<H: Hasher>(&self, state: &mut H) {
+                Hash::hash(self.buf.as_slice(), state);
+            }
+        }
+
+        /// Appends the bytes, growing the buffer as
+        /// [`extend_from_slice`](Self::extend_from_slice) does: by the
+        /// iterator's lower size bound at once, then as it needs.
+        ///
+        /// # Panics
+        ///
+        /// As [`push`](Self::push), if the buffer must grow and cannot.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend(b'a'..=b'e');\nbuf.extend(\"xyz\".bytes().rev());\nassert_eq!(buf, *b\"abcdezyx\");\n```")]
+        impl Extend<u8> for $ty {
+            #[inline]
+            fn extend<I: IntoIterator<Item = u8>>(&mut self, iter: I) {
+                let iter = iter.into_iter();
+                self.reserve(iter.size_hint().0);
+                for byte in iter {
+                    self.push(byte);
+                }
+            }
+        }
+
+        /// Appends copies of the bytes, as `Extend<u8>`.
+        ///
+        /// # Panics
+        ///
+        /// As [`push`](Self::push), if the buffer must grow and cannot.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend(b\"hello\");\nbuf.extend(&[b'!'; 2]);\nassert_eq!(buf, b\"hello!!\");\n```")]
+        impl<'b> Extend<&'b u8> for $ty {
+            #[inline]
+            fn extend<I: IntoIterator<Item = &'b u8>>(&mut self, iter: I) {
+                Extend::<u8>::extend(self, iter.into_iter().copied());
+            }
+        }
+
         impl io::Write for $ty {
             /// Appends all of `bytes`, growing the buffer if need be; an
             /// error of kind `OutOfMemory` if it cannot grow.
@@ -487,6 +630,54 @@ buf_api!(
     "use std::sync::Arc;\nuse recycler_core::buffer::BufferPool;\n\nlet pool = Arc::new(BufferPool::new());",
     "pool.acquire_owned(16)"
 );
+
+/// `PartialEq` between a buffer and the byte containers `Vec<u8>` compares
+/// with (both ways), and between the two buffer types: the bytes written
+/// are compared, never the capacity (see the example on [`PooledBuf`]).
+/// `[$($gen)*] $lhs, $rhs` writes `impl<$($gen)*> PartialEq<$rhs> for $lhs`.
+macro_rules! buf_eq {
+    ($([$($gen:tt)*] $lhs:ty, $rhs:ty;)*) => {$(
+        /// Compares the bytes written, as `Vec<u8>` does; capacity plays no
+        /// part.
+        impl<$($gen)*> PartialEq<$rhs> for $lhs {
+            #[inline]
+            fn eq(&self, other: &$rhs) -> bool {
+                self[..] == other[..]
+            }
+        }
+    )*};
+}
+
+/// Each buffer type against the byte containers, both ways.
+macro_rules! buf_eq_bytes {
+    ($($ty:ty),*) => {$(
+        buf_eq! {
+            [] $ty, [u8];
+            [] [u8], $ty;
+            [] $ty, &[u8];
+            [] &[u8], $ty;
+            [] $ty, &mut [u8];
+            [] &mut [u8], $ty;
+            [const N: usize] $ty, [u8; N];
+            [const N: usize] [u8; N], $ty;
+            [const N: usize] $ty, &[u8; N];
+            [const N: usize] &[u8; N], $ty;
+            [] $ty, Vec<u8>;
+            [] Vec<u8>, $ty;
+            [] $ty, Cow<'_, [u8]>;
+            [] Cow<'_, [u8]>, $ty;
+        }
+    )*};
+}
+
+buf_eq_bytes!(PooledBuf<'_>, OwnedPooledBuf);
+
+buf_eq! {
+    [] PooledBuf<'_>, PooledBuf<'_>;
+    [] OwnedPooledBuf, OwnedPooledBuf;
+    [] PooledBuf<'_>, OwnedPooledBuf;
+    [] OwnedPooledBuf, PooledBuf<'_>;
+}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

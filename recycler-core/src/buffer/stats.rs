@@ -3,13 +3,39 @@
 
 use std::fmt;
 
-/// A snapshot of one bucket of a [`BufferPool`](super::BufferPool), or of
-/// the buffers too large for any bucket ([`BufferPoolStats::oversize`]).
+/// A snapshot of one bucket of a [`BufferPool`](super::BufferPool), of the
+/// buffers too large for any bucket ([`BufferPoolStats::oversize`]), or of
+/// the whole pool ([`BufferPoolStats::total`]).
 ///
 /// Counts are summed over per-thread counters when read: approximate while
-/// threads work, exact once they are quiet. Then every buffer allocated is
-/// accounted for: over all buckets, `non_pooled` (allocations) equals
-/// `in_use + idle + evicts + removes`.
+/// threads work, exact once they are quiet.
+///
+/// # Identities
+///
+/// Once threads are quiet, these hold exactly:
+///
+/// - In every entry, `acquires == pooled + non_pooled`.
+/// - In every entry, `acquires + grown_in == releases + in_use + grown_out`,
+///   where `grown_in` counts the buffers that grew into this bucket's
+///   capacity and were released into it, and `grown_out` the buffers
+///   acquired here that grew and were released after: into the bucket of
+///   their new capacity, or freed past `max_capacity`. A buffer that grows
+///   stays `in_use` in the bucket it came from until it is released. Neither
+///   count is reported, so **`acquires == releases + in_use` holds only for
+///   a bucket no released buffer grew into or out of** (a grown buffer
+///   released while the pool is short of memory, or by a pool that keeps
+///   nothing, is freed and counted as a release of the bucket it came from,
+///   so it leaves the identity intact).
+/// - Over the whole pool ([`BufferPoolStats::total`]) the moves between
+///   buckets cancel out: `acquires == releases + in_use + outgrown`, where
+///   `outgrown` is the number of buffers that grew past `max_capacity` and
+///   were freed when released, which are counted in the `removes` of the
+///   bucket they came from and never as a release. With no such buffer,
+///   `acquires == releases + in_use`.
+/// - Every buffer allocated is accounted for, over the whole pool:
+///   `non_pooled == in_use + idle + evicts + removes` (in one bucket only
+///   if no buffer grew into or out of it: a grown buffer is allocated in
+///   one bucket and idle in another).
 ///
 /// # Examples
 ///
@@ -28,7 +54,8 @@ use std::fmt;
 #[non_exhaustive]
 pub struct BucketStats {
     /// The capacity of the bucket's buffers, in bytes; `usize::MAX` for the
-    /// oversize entry (any size above `max_capacity`).
+    /// oversize entry (any size above `max_capacity`), 0 for the
+    /// [`total`](BufferPoolStats::total).
     pub capacity: usize,
     /// Buffers handed out from this bucket.
     pub acquires: u64,
@@ -77,6 +104,40 @@ impl BucketStats {
     /// Whether nothing ever happened here.
     fn is_empty(&self) -> bool {
         self.acquires == 0 && self.releases == 0 && self.idle == 0 && self.in_use == 0
+    }
+
+    /// Adds `other`'s counts to these (saturating); the capacity is kept.
+    fn add_counts(&mut self, other: &BucketStats) {
+        self.acquires = self.acquires.saturating_add(other.acquires);
+        self.pooled = self.pooled.saturating_add(other.pooled);
+        self.non_pooled = self.non_pooled.saturating_add(other.non_pooled);
+        self.evicts = self.evicts.saturating_add(other.evicts);
+        self.removes = self.removes.saturating_add(other.removes);
+        self.releases = self.releases.saturating_add(other.releases);
+        self.in_use = self.in_use.saturating_add(other.in_use);
+        self.idle = self.idle.saturating_add(other.idle);
+    }
+
+    /// The counts, in the words of [`RecyclerStats`](crate::RecyclerStats)'s
+    /// dump where the concepts are the same: hits (`pooled`), created
+    /// (`non_pooled`), released, idle, in use, evicted; and acquires, as the
+    /// operation is called here, and removed, which unlike a recycler's
+    /// `dropped` leaves evictions out.
+    fn write_counts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "acquires {} (hits {}, {:.1}%), created {}, released {}, removed {}, \
+             idle {}, in use {}, evicted {}",
+            self.acquires,
+            self.pooled,
+            self.hit_ratio() * 100.0,
+            self.non_pooled,
+            self.releases,
+            self.removes,
+            self.idle,
+            self.in_use,
+            self.evicts,
+        )
     }
 }
 
@@ -146,6 +207,49 @@ impl BufferPoolStats {
     pub fn bucket(&self, capacity: usize) -> Option<&BucketStats> {
         self.buckets.iter().find(|b| b.capacity == capacity)
     }
+
+    /// The whole pool: every count summed over the buckets **and the
+    /// oversize entry**, with `capacity` 0 (the total has no one capacity).
+    ///
+    /// Oversize buffers are included because the total is the pool's: every
+    /// acquire the pool served, pooled or not, every buffer it holds in use,
+    /// as the last line of the dump sums the lines above it. Its
+    /// [`hit_ratio`](BucketStats::hit_ratio) is the share of all acquires
+    /// served from the pool, oversize ones counting as misses (which they
+    /// are: each allocates). For the buckets alone, subtract
+    /// [`oversize`](Self::oversize), whose `pooled`, `evicts` and `idle` are
+    /// always 0. Summed this way, moves between buckets cancel out (see the
+    /// [identities](BucketStats#identities)). With
+    /// [`statistics`](Self::statistics) off, the buckets' owner-path counts
+    /// are 0, so the total's `acquires`, `pooled`, `releases`, `in_use` and
+    /// `idle` are the oversize entry's alone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::new();
+    /// drop(pool.acquire(100)); // bucket of 4 KiB: a miss
+    /// drop(pool.acquire(100)); // a hit
+    /// let held = pool.acquire(10_000); // bucket of 12 KiB: a miss
+    /// drop(pool.acquire(1 << 20)); // oversize: a miss, freed
+    ///
+    /// let total = pool.stats().total();
+    /// assert_eq!((total.acquires, total.pooled, total.non_pooled), (4, 1, 3));
+    /// assert_eq!((total.releases, total.in_use, total.idle), (3, 1, 1));
+    /// assert_eq!(total.removes, 1);
+    /// assert_eq!(total.hit_ratio(), 0.25);
+    /// assert_eq!(total.acquires, total.releases + total.in_use);
+    /// # drop(held);
+    /// ```
+    pub fn total(&self) -> BucketStats {
+        let mut total = BucketStats::default();
+        for entry in self.buckets.iter().chain([&self.oversize]) {
+            total.add_counts(entry);
+        }
+        total
+    }
 }
 
 /// Formats a byte count in KiB or MiB when it is a whole number of them.
@@ -177,38 +281,35 @@ impl fmt::Display for Cap {
 }
 
 impl fmt::Display for BucketStats {
-    /// One line: capacity, acquires with hits and the hit ratio, then the
-    /// rest.
+    /// One line: the capacity (`oversize` for the oversize entry, `total` for
+    /// the total), acquires with hits and the hit ratio, then the rest, in
+    /// the words and with the precision of
+    /// [`RecyclerStats`](crate::RecyclerStats)'s dump:
+    ///
+    /// ```text
+    ///     4 KiB: acquires 1000 (hits 999, 99.9%), created 1, released 1000, removed 0, idle 1, in use 0, evicted 0
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.capacity == usize::MAX {
-            f.write_str("oversize")?;
-        } else {
-            write!(f, "{:>9}", Bytes(self.capacity as u64).to_string())?;
-        }
-        write!(
-            f,
-            ": acquires {}, pooled {} ({:.3}%), non-pooled {}, in use {}, idle {}, \
-             releases {}, evicts {}, removes {}",
-            self.acquires,
-            self.pooled,
-            self.hit_ratio() * 100.0,
-            self.non_pooled,
-            self.in_use,
-            self.idle,
-            self.releases,
-            self.evicts,
-            self.removes,
-        )
+        let label = match self.capacity {
+            usize::MAX => "oversize".to_owned(),
+            0 => "total".to_owned(),
+            capacity => Bytes(capacity as u64).to_string(),
+        };
+        write!(f, "{label:>9}: ")?;
+        self.write_counts(f)
     }
 }
 
 impl fmt::Display for BufferPoolStats {
     /// A header with the memory totals, then one line per bucket that has
-    /// seen use, and the oversize buffers if any:
+    /// seen use, the oversize buffers if any, and last the
+    /// [`total`](Self::total) of all of them:
     ///
     /// ```text
     /// BufferPool: 16 buckets of 4 KiB to 64 KiB; idle 548 KiB (max 1 MiB), allocated 612 KiB (limit none)
-    ///     4 KiB: acquires 1000, pooled 999 (99.900%), non-pooled 1, in use 0, idle 1, releases 1000, evicts 0, removes 0
+    ///     4 KiB: acquires 1000 (hits 999, 99.9%), created 1, released 1000, removed 0, idle 1, in use 0, evicted 0
+    ///  oversize: acquires 2 (hits 0, 0.0%), created 2, released 2, removed 2, idle 0, in use 0, evicted 0
+    ///     total: acquires 1002 (hits 999, 99.7%), created 3, released 1002, removed 2, idle 1, in use 0, evicted 0
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (first, last) = match (self.buckets.first(), self.buckets.last()) {
@@ -235,7 +336,7 @@ impl fmt::Display for BufferPoolStats {
         if !self.oversize.is_empty() {
             write!(f, "\n{}", self.oversize)?;
         }
-        Ok(())
+        write!(f, "\n{}", self.total())
     }
 }
 
@@ -279,20 +380,107 @@ mod tests {
         };
         let text = stats.to_string();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 3, "{text}");
+        assert_eq!(lines.len(), 4, "{text}");
         assert_eq!(
             lines[0],
             "BufferPool: 3 buckets of 4 KiB to 12 KiB; idle 16 KiB (max 1 MiB), \
              allocated 16 KiB (limit none)"
         );
+        assert_eq!(
+            lines[1],
+            "    4 KiB: acquires 1000 (hits 999, 99.9%), created 1, released 1000, \
+             removed 0, idle 1, in use 0, evicted 0"
+        );
         assert!(
-            lines[1].starts_with("    4 KiB: acquires 1000, pooled 999 (99.900%)"),
+            lines[2].starts_with("   12 KiB: acquires 4 (hits 3, 75.0%), created 1,"),
+            "{text}"
+        );
+        assert_eq!(
+            lines[3],
+            "    total: acquires 1004 (hits 1002, 99.8%), created 2, released 1004, \
+             removed 0, idle 2, in use 0, evicted 0"
+        );
+    }
+
+    #[test]
+    fn total_sums_every_count_of_buckets_and_oversize() {
+        let count = |n: u64| BucketStats {
+            capacity: 4096,
+            acquires: n,
+            pooled: 2 * n,
+            non_pooled: 3 * n,
+            evicts: 4 * n,
+            removes: 5 * n,
+            releases: 6 * n,
+            in_use: 7 * n,
+            idle: 8 * n,
+        };
+        let stats = BufferPoolStats {
+            buckets: vec![count(1), count(10)],
+            oversize: BucketStats {
+                capacity: usize::MAX,
+                ..count(100)
+            },
+            idle_memory: 0,
+            allocated_memory: 0,
+            accounted_idle_memory: 0,
+            max_idle_memory: None,
+            memory_limit: None,
+            statistics: true,
+        };
+        assert_eq!(
+            stats.total(),
+            BucketStats {
+                capacity: 0,
+                ..count(111)
+            }
+        );
+        let text = stats.to_string();
+        let last = text.lines().last().unwrap();
+        assert!(
+            last.starts_with("    total: acquires 111 (hits 222,"),
             "{text}"
         );
         assert!(
-            lines[2].starts_with("   12 KiB: acquires 4, pooled 3 (75.000%)"),
+            text.lines()
+                .nth(3)
+                .unwrap()
+                .starts_with(" oversize: acquires 100"),
             "{text}"
         );
+        // Saturates rather than wraps.
+        let full = BucketStats {
+            idle: u64::MAX,
+            ..count(1)
+        };
+        let huge = BufferPoolStats {
+            buckets: vec![full, full],
+            ..stats
+        };
+        assert_eq!(huge.total().idle, u64::MAX);
+    }
+
+    #[test]
+    fn an_unused_pool_still_ends_with_its_total() {
+        let stats = BufferPoolStats {
+            buckets: vec![BucketStats {
+                capacity: 4096,
+                ..BucketStats::default()
+            }],
+            oversize: BucketStats {
+                capacity: usize::MAX,
+                ..BucketStats::default()
+            },
+            idle_memory: 0,
+            allocated_memory: 0,
+            accounted_idle_memory: 0,
+            max_idle_memory: None,
+            memory_limit: None,
+            statistics: false,
+        };
+        let text = stats.to_string();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.ends_with("; statistics off\n    total: acquires 0 (hits 0, 100.0%), created 0, released 0, removed 0, idle 0, in use 0, evicted 0"), "{text}");
     }
 
     #[test]
