@@ -1,5 +1,5 @@
-// A field of a foreign type in an enum variant: in an enum, only `skip` is
-// allowed on a field, so that is all the error may suggest.
+// A field of a foreign type in an enum variant: the notes must say that only
+// `skip` applies there, not `default` or `with`, which an enum rejects.
 use std::time::Instant;
 
 use recycler_core::Recyclable;
