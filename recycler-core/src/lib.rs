@@ -49,8 +49,12 @@
 //! - `#[recycle(with = path::to::fn)]` resets it with a `fn(&mut FieldType)`;
 //! - `#[recycle(shrink_to = N)]` clears a collection and caps its capacity at
 //!   `N` ([`ShrinkTo`]), so that one huge value cannot bloat the pool;
-//! - on an enum, `#[recycle(default)]` marks the unit variant `reset`
-//!   returns to;
+//! - on an enum, `#[recycle(default)]` or std's `#[default]` (which
+//!   `#[derive(Default)]` reads too) marks the unit variant `reset` returns
+//!   to;
+//! - `#[recycle(bound = "..")]`, on the type or on a field, replaces the
+//!   `T: Recyclable` bounds the derive infers for type parameters with the
+//!   predicates given (`""` for none), as serde's `bound` does;
 //! - `#[recycle(crate = path)]` points the generated code at a re-export of
 //!   this crate.
 //!
@@ -72,7 +76,7 @@
 //!
 //! #[derive(Recyclable)]
 //! enum State {
-//!     #[recycle(default)]
+//!     #[default]
 //!     Idle,
 //!     Reading { expected: usize },
 //! }

@@ -53,7 +53,8 @@ use std::mem::size_of;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not implement `Recyclable`",
     label = "`{Self}` cannot be reset for reuse",
-    note = "for a field of this type in a `#[derive(Recyclable)]` type, add `#[recycle(default)]` to reset it to `Default::default()`, `#[recycle(skip)]` to keep its value, or `#[recycle(with = path::to::fn)]` to reset it with a `fn(&mut {Self})`",
+    note = "for a field of this type in a `#[derive(Recyclable)]` struct, add `#[recycle(skip)]` to keep its value, `#[recycle(default)]` to reset it to `Default::default()`, or `#[recycle(with = path::to::fn)]` to reset it with a `fn(&mut {Self})`; in an enum, only `#[recycle(skip)]` applies, which leaves the field out of `retained_bytes`",
+    note = "for a type parameter that a `#[derive(Recyclable)]` type bounds by `Recyclable`, `#[recycle(bound = \"..\")]` on that type replaces the bounds it infers",
     note = "for a type of your own, add `#[derive(Recyclable)]` or implement `recycler_core::Recyclable`"
 )]
 pub trait Recyclable {

@@ -22,7 +22,7 @@ pub(crate) struct Struct<'a> {
 
 pub(crate) struct Enum<'a> {
     pub(crate) original: &'a DeriveInput,
-    /// `enum Name`, where a missing `#[recycle(default)]` is reported.
+    /// `enum Name`, where a missing default variant is reported.
     pub(crate) head: TokenStream,
     pub(crate) attrs: ContainerAttrs,
     pub(crate) variants: Vec<Variant<'a>>,
@@ -49,7 +49,7 @@ impl<'a> Input<'a> {
                 original: node,
                 attrs: attr::container(&node.attrs, Container::Struct, errors),
                 packed: attr::repr_packed(&node.attrs),
-                fields: Field::multiple_from_syn(&data.fields, errors),
+                fields: Field::multiple_from_syn(&data.fields, Container::Struct, errors),
             })),
             Data::Enum(data) => {
                 let (enum_token, ident) = (&data.enum_token, &node.ident);
@@ -63,7 +63,11 @@ impl<'a> Input<'a> {
                         .map(|variant| Variant {
                             original: variant,
                             attrs: attr::variant(&variant.attrs, errors),
-                            fields: Field::multiple_from_syn(&variant.fields, errors),
+                            fields: Field::multiple_from_syn(
+                                &variant.fields,
+                                Container::Enum,
+                                errors,
+                            ),
                         })
                         .collect(),
                 }))
@@ -89,7 +93,12 @@ impl<'a> Input<'a> {
 }
 
 impl<'a> Field<'a> {
-    fn multiple_from_syn(fields: &'a Fields, errors: &mut Vec<Error>) -> Vec<Self> {
+    /// The fields of a struct, or, with `Container::Enum`, of an enum variant.
+    fn multiple_from_syn(
+        fields: &'a Fields,
+        owner: Container,
+        errors: &mut Vec<Error>,
+    ) -> Vec<Self> {
         fields
             .iter()
             .enumerate()
@@ -102,7 +111,7 @@ impl<'a> Field<'a> {
                     }),
                 },
                 ty: &field.ty,
-                attrs: attr::field(&field.attrs, errors),
+                attrs: attr::field(&field.attrs, owner, errors),
             })
             .collect()
     }

@@ -7,9 +7,11 @@ use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::meta::ParseNestedMeta;
 use syn::parse::ParseStream;
+use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{
-    Attribute, Error, Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Path, Result, Token, UnOp,
+    Attribute, Error, Expr, ExprLit, ExprUnary, Ident, Lit, LitStr, Meta, Path, Result, Token,
+    UnOp, WherePredicate,
 };
 
 /// One `key` or `key = value` inside `#[recycle(..)]`.
@@ -43,18 +45,51 @@ impl FieldRule {
     }
 }
 
+/// The where-clause predicates of `bound = "..."`: `T: Clone, U: Recyclable`.
+pub(crate) type Predicates = Punctuated<WherePredicate, Token![,]>;
+
 /// `#[recycle(..)]` on the struct or enum itself.
 #[derive(Default)]
 pub(crate) struct ContainerAttrs {
     /// Every `crate = path`; more than one is an error.
     pub(crate) krate: Vec<Setting<Path>>,
+    /// Every `bound = "..."`, which replaces the inferred bounds; more than
+    /// one is an error.
+    pub(crate) bound: Vec<Setting<Predicates>>,
 }
 
-/// `#[recycle(..)]` on an enum variant.
+/// The two ways to mark the variant an enum's `reset` returns to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spelling {
+    /// `#[recycle(default)]`.
+    Recycle,
+    /// std's `#[default]`, which also marks the variant `Default` returns.
+    Std,
+}
+
+impl Spelling {
+    pub(crate) fn attr(self) -> &'static str {
+        match self {
+            Spelling::Recycle => "#[recycle(default)]",
+            Spelling::Std => "#[default]",
+        }
+    }
+}
+
+/// One mark of the variant `reset` returns to.
+pub(crate) struct DefaultMark {
+    pub(crate) spelling: Spelling,
+    /// Where errors about it go: the `default` of `#[recycle(default)]`, or
+    /// the whole `#[default]`.
+    pub(crate) tokens: TokenStream,
+}
+
+/// `#[recycle(..)]` and `#[default]` on an enum variant.
 #[derive(Default)]
 pub(crate) struct VariantAttrs {
-    /// The key of every `default` marker; more than one is an error.
-    pub(crate) default: Vec<Path>,
+    /// Every mark, in the order written; both spellings on one variant mean
+    /// the same, a spelling twice is an error.
+    pub(crate) default: Vec<DefaultMark>,
 }
 
 /// `#[recycle(..)]` on a field.
@@ -62,6 +97,9 @@ pub(crate) struct VariantAttrs {
 pub(crate) struct FieldAttrs {
     /// Every rule given; more than one is an error.
     pub(crate) rules: Vec<Setting<FieldRule>>,
+    /// Every `bound = "..."`, which replaces the bounds inferred from this
+    /// field; more than one is an error.
+    pub(crate) bound: Vec<Setting<Predicates>>,
 }
 
 impl FieldAttrs {
@@ -71,11 +109,24 @@ impl FieldAttrs {
     }
 }
 
-const FIELD_KEYS: &str = "`skip`, `default`, `with = path::to::fn` or `shrink_to = N`";
-
 /// The `#[recycle(..)]` attributes among `attrs`.
 fn recycle_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
     attrs.iter().filter(|attr| attr.path().is_ident("recycle"))
+}
+
+/// std's `#[default]` attributes among `attrs`, in every form.
+fn std_default_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    attrs.iter().filter(|attr| attr.path().is_ident("default"))
+}
+
+/// The bare `#[default]` attributes among `attrs`: the form std gives the
+/// marker of an enum's default variant.
+///
+/// `#[default = ..]` and `#[default(..)]` are left alone where the derive
+/// reads no `#[default]` (on the type, on fields): they are not std's marker,
+/// and another derive on the same type may own them.
+fn bare_std_defaults(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    std_default_attrs(attrs).filter(|attr| matches!(attr.meta, Meta::Path(_)))
 }
 
 /// The name of a key, for messages (`crate` is a keyword, hence not `get_ident`).
@@ -105,6 +156,13 @@ pub(crate) fn container(
                     value,
                 });
                 Ok(())
+            } else if meta.path.is_ident("bound") {
+                let value = bound_value(&meta)?;
+                out.bound.push(Setting {
+                    key: meta.path,
+                    value,
+                });
+                Ok(())
             } else if meta.path.is_ident("default") && kind == Container::Enum {
                 Err(Error::new_spanned(
                     &meta.path,
@@ -115,13 +173,14 @@ pub(crate) fn container(
                 Err(Error::new_spanned(
                     &meta.path,
                     format!(
-                        "unknown attribute `{}` on {}; the only one allowed here is \
-                         `#[recycle(crate = path::to::recycler_core)]`{}",
+                        "unknown attribute `{}` on {}{}; expected \
+                         `crate = path::to::recycler_core` or `bound = \"..\"`{}",
                         key_name(&meta.path),
                         match kind {
                             Container::Struct => "a struct",
                             Container::Enum => "an enum",
                         },
+                        did_you_mean(&meta.path, &["crate", "bound"]),
                         match kind {
                             Container::Struct => "; field attributes go on the fields",
                             Container::Enum => "",
@@ -132,16 +191,56 @@ pub(crate) fn container(
         });
         errors.extend(parsed.err());
     }
+    for attr in bare_std_defaults(attrs) {
+        errors.push(Error::new_spanned(
+            attr,
+            match kind {
+                Container::Struct => {
+                    "`#[default]` marks the unit variant of an enum that `reset` returns to; \
+                     it has no meaning on a struct"
+                }
+                Container::Enum => {
+                    "`#[default]` goes on the unit variant that `reset` returns to, not on \
+                     the enum"
+                }
+            },
+        ));
+    }
     out
 }
 
 pub(crate) fn variant(attrs: &[Attribute], errors: &mut Vec<Error>) -> VariantAttrs {
     let mut out = VariantAttrs::default();
-    for attr in recycle_attrs(attrs) {
+    for attr in attrs {
+        // A marker written with a value is reported, and still counts as
+        // the mark it is meant to be, so that the enum is not also reported
+        // as having none.
+        if attr.path().is_ident("default") {
+            if !matches!(attr.meta, Meta::Path(_)) {
+                errors.push(Error::new_spanned(
+                    attr,
+                    "`#[default]` takes no value: write `#[default]`",
+                ));
+            }
+            out.default.push(DefaultMark {
+                spelling: Spelling::Std,
+                tokens: attr.to_token_stream(),
+            });
+            continue;
+        }
+        if !attr.path().is_ident("recycle") {
+            continue;
+        }
         let parsed = attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("default") {
-                no_value(&meta, "default")?;
-                out.default.push(meta.path);
+                if let Err(error) = no_value(&meta, "default") {
+                    errors.push(error);
+                    skip_value(&meta)?;
+                }
+                out.default.push(DefaultMark {
+                    spelling: Spelling::Recycle,
+                    tokens: meta.path.to_token_stream(),
+                });
                 Ok(())
             } else {
                 Err(Error::new_spanned(
@@ -159,10 +258,50 @@ pub(crate) fn variant(attrs: &[Attribute], errors: &mut Vec<Error>) -> VariantAt
     out
 }
 
-pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldAttrs {
+/// The keys a field takes, by what the field is in.
+fn field_keys(owner: Container) -> (&'static [&'static str], &'static str) {
+    match owner {
+        Container::Struct => (
+            &["skip", "default", "with", "shrink_to", "bound"],
+            "`skip`, `default`, `with = path::to::fn`, `shrink_to = N` or `bound = \"..\"`",
+        ),
+        Container::Enum => (&["skip", "bound"], "`skip` or `bound = \"..\"`"),
+    }
+}
+
+/// The attributes of a field of a struct or, for `Container::Enum`, of an
+/// enum variant.
+///
+/// An enum's `reset` replaces the whole value and never resets a field in
+/// place, so there a field takes only `skip` and `bound`; `default`, `with`
+/// and `shrink_to` are reported here, without a word on their values.
+pub(crate) fn field(attrs: &[Attribute], owner: Container, errors: &mut Vec<Error>) -> FieldAttrs {
     let mut out = FieldAttrs::default();
     for attr in recycle_attrs(attrs) {
         let parsed = attr.parse_nested_meta(|meta| {
+            let resets = ["default", "with", "shrink_to"];
+            if owner == Container::Enum && resets.iter().any(|key| meta.path.is_ident(key)) {
+                skip_value(&meta)?;
+                errors.push(Error::new_spanned(
+                    &meta.path,
+                    format!(
+                        "`{}` has no effect in an enum: `reset` replaces the whole value with \
+                         the default variant; a field of a variant takes only \
+                         `#[recycle(skip)]` (which leaves it out of `retained_bytes`) and \
+                         `#[recycle(bound = \"..\")]`",
+                        key_name(&meta.path),
+                    ),
+                ));
+                return Ok(());
+            }
+            if meta.path.is_ident("bound") {
+                let value = bound_value(&meta)?;
+                out.bound.push(Setting {
+                    key: meta.path,
+                    value,
+                });
+                return Ok(());
+            }
             let value = if meta.path.is_ident("skip") {
                 no_value(&meta, "skip")?;
                 FieldRule::Skip
@@ -174,12 +313,17 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldAttrs 
             } else if meta.path.is_ident("shrink_to") {
                 FieldRule::ShrinkTo(limit_value(&meta)?)
             } else {
+                let (known, listed) = field_keys(owner);
                 return Err(Error::new_spanned(
                     &meta.path,
                     format!(
-                        "unknown attribute `{}` on a field{}; expected {FIELD_KEYS}",
+                        "unknown attribute `{}` on a field{}{}; expected {listed}",
                         key_name(&meta.path),
-                        did_you_mean(&meta.path, &["skip", "default", "with", "shrink_to"]),
+                        match owner {
+                            Container::Struct => "",
+                            Container::Enum => " of an enum variant",
+                        },
+                        did_you_mean(&meta.path, known),
                     ),
                 ));
             };
@@ -190,6 +334,22 @@ pub(crate) fn field(attrs: &[Attribute], errors: &mut Vec<Error>) -> FieldAttrs 
             Ok(())
         });
         errors.extend(parsed.err());
+    }
+    for attr in bare_std_defaults(attrs) {
+        errors.push(Error::new_spanned(
+            attr,
+            match owner {
+                Container::Struct => {
+                    "`#[default]` marks the unit variant of an enum that `reset` returns to, \
+                     not a field; to reset this field to `Default::default()`, write \
+                     `#[recycle(default)]`"
+                }
+                Container::Enum => {
+                    "`#[default]` goes on the unit variant that `reset` returns to, not on a \
+                     field"
+                }
+            },
+        ));
     }
     out
 }
@@ -222,6 +382,57 @@ fn no_value(meta: &ParseNestedMeta, key: &str) -> Result<()> {
     } else {
         Err(meta.error(format!("`{key}` takes no value: write `#[recycle({key})]`")))
     }
+}
+
+/// Consumes the value of a key that is reported without it: `= ..` up to
+/// the next `,`, or `(..)`.
+fn skip_value(meta: &ParseNestedMeta) -> Result<()> {
+    if meta.input.peek(Token![=]) {
+        let value = meta.value()?;
+        // An expression, so that the commas of `f::<A, B>` stay inside it.
+        let fork = value.fork();
+        if fork.parse::<Expr>().is_ok() && (fork.is_empty() || fork.peek(Token![,])) {
+            value.parse::<Expr>()?;
+        }
+        while !value.is_empty() && !value.peek(Token![,]) {
+            value.parse::<proc_macro2::TokenTree>()?;
+        }
+    } else if meta.input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in meta.input);
+        content.parse::<TokenStream>()?;
+    }
+    Ok(())
+}
+
+/// `bound = "T: Clone, U: Recyclable"`, as serde writes it; `bound = ""`
+/// for none.
+fn bound_value(meta: &ParseNestedMeta) -> Result<Predicates> {
+    const EXAMPLE: &str = "`#[recycle(bound = \"T: Recyclable\")]`";
+    if !meta.input.peek(Token![=]) {
+        return Err(meta.error(format!(
+            "`bound` needs where-clause predicates in a string, as in {EXAMPLE}, or \
+             `bound = \"\"` for none"
+        )));
+    }
+    let value = meta.value()?;
+    if !value.peek(LitStr) {
+        return Err(value.error(format!(
+            "expected a string after `bound =`: where-clause predicates, as in {EXAMPLE}"
+        )));
+    }
+    let lit: LitStr = value.parse()?;
+    let invalid = |error: Error| {
+        Error::new(
+            lit.span(),
+            format!(
+                "`bound` must hold where-clause predicates separated by commas, as in \
+                 {EXAMPLE}: {error}"
+            ),
+        )
+    };
+    lit.parse_with(Predicates::parse_terminated)
+        .map_err(invalid)
 }
 
 /// `key = path` or `key = "path"` (the string form as serde writes it).

@@ -48,17 +48,19 @@ fn impl_struct(input: &Struct<'_>, krate: &TokenStream) -> TokenStream {
         let member = &field.member;
         retained_field(field, krate, quote!(&self.#member))
     }));
-    let bounded = input.fields.iter().filter(|field| counts_retained(field));
     wrap(
         input.original,
         krate,
-        bounded,
+        &input.attrs,
+        input.fields.iter(),
         quote!(#(#resets)*),
         retained,
     )
 }
 
 fn impl_enum(input: &Enum<'_>, krate: &TokenStream) -> TokenStream {
+    // `#[recycle(default)]` or `#[default]`: validation made sure that only
+    // one variant has either.
     let default = input
         .variants
         .iter()
@@ -111,21 +113,22 @@ fn impl_enum(input: &Enum<'_>, krate: &TokenStream) -> TokenStream {
         quote!(match self { #(#arms)* })
     };
 
-    let bounded = input
-        .variants
-        .iter()
-        .flat_map(|variant| &variant.fields)
-        .filter(|field| counts_retained(field));
-    wrap(input.original, krate, bounded, reset, retained)
+    let fields = input.variants.iter().flat_map(|variant| &variant.fields);
+    wrap(input.original, krate, &input.attrs, fields, reset, retained)
 }
 
 /// The impl, in an anonymous `const` so that nothing leaks into the user's
-/// namespace; each type parameter that appears in a `bounded` field must be
-/// `Recyclable`, next to the user's own where-clauses.
+/// namespace.
+///
+/// The impl keeps the user's where-clauses and adds each field's
+/// `#[recycle(bound = "..")]`; then either the container's `bound`, or, by
+/// default, `T: Recyclable` for each type parameter `T` that appears in a
+/// field reset through `Recyclable` without a `bound` of its own.
 fn wrap<'a>(
     node: &DeriveInput,
     krate: &TokenStream,
-    bounded: impl Iterator<Item = &'a Field<'a>> + Clone,
+    attrs: &ContainerAttrs,
+    fields: impl Iterator<Item = &'a Field<'a>> + Clone,
     reset: TokenStream,
     retained: TokenStream,
 ) -> TokenStream {
@@ -135,15 +138,27 @@ fn wrap<'a>(
         .map(|clause| clause.predicates.iter())
         .into_iter()
         .flatten();
-    let params = node
-        .generics
-        .type_params()
-        .map(|param| &param.ident)
-        .filter(|param| {
-            bounded.clone().any(|field| {
-                !is_phantom_data(field.ty) && mentions(field.ty.to_token_stream(), param)
+    let own = fields
+        .clone()
+        .filter_map(|field| field.attrs.bound.first())
+        .flat_map(|bound| bound.value.iter());
+    let inferred: Vec<TokenStream> = match attrs.bound.first() {
+        Some(bound) => bound.value.iter().map(ToTokens::to_token_stream).collect(),
+        None => node
+            .generics
+            .type_params()
+            .map(|param| &param.ident)
+            .filter(|param| {
+                fields.clone().any(|field| {
+                    counts_retained(field)
+                        && field.attrs.bound.is_empty()
+                        && !is_phantom_data(field.ty)
+                        && mentions(field.ty.to_token_stream(), param)
+                })
             })
-        });
+            .map(|param| quote!(#param: #krate::Recyclable))
+            .collect(),
+    };
     quote! {
         const _: () = {
             // The trait's path, as given by `crate = path`, carries the
@@ -153,7 +168,8 @@ fn wrap<'a>(
             impl #impl_generics #krate::Recyclable for #ident #ty_generics
             where
                 #(#existing,)*
-                #(#params: #krate::Recyclable,)*
+                #(#own,)*
+                #(#inferred,)*
             {
                 #[inline]
                 fn reset(&mut self) {
@@ -217,14 +233,32 @@ fn retained_field(
     krate: &TokenStream,
     by_ref: TokenStream,
 ) -> Option<TokenStream> {
-    counts_retained(field).then(|| {
-        call(
-            qualified(field.ty, quote!(#krate::Recyclable), quote!(retained_bytes)),
-            by_ref,
-            None,
-            field.ty.span(),
-        )
-    })
+    let ty = field.ty;
+    let span = ty.span();
+    let count = call(
+        qualified(ty, quote!(#krate::Recyclable), quote!(retained_bytes)),
+        by_ref,
+        None,
+        span,
+    );
+    match field.attrs.rule() {
+        None => Some(count),
+        // Names `ShrinkTo` here too: a type that is not `ShrinkTo` is then
+        // reported once, as that, and not also as not `Recyclable` (whose
+        // notes offer attributes that cannot join `shrink_to`); the compiler
+        // drops an error implied by another on the same tokens.
+        Some(FieldRule::ShrinkTo(_)) => {
+            let shrink = respan(
+                qualified(ty, quote!(#krate::ShrinkTo), quote!(clear_and_shrink_to)),
+                span,
+            );
+            Some(quote!({
+                let _ = #shrink;
+                #count
+            }))
+        }
+        Some(FieldRule::Skip | FieldRule::Default | FieldRule::With(_)) => None,
+    }
 }
 
 /// `<ty as Trait>::method`: an unmet `ty: Trait` is reported on `ty`, all

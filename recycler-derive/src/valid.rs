@@ -5,7 +5,7 @@ use quote::quote;
 use syn::{Error, Fields};
 
 use crate::ast::{Enum, Field, Input, Struct};
-use crate::attr::{ContainerAttrs, FieldRule};
+use crate::attr::{ContainerAttrs, Setting, Spelling};
 
 pub(crate) fn validate(input: &Input<'_>, errors: &mut Vec<Error>) {
     match input {
@@ -15,10 +15,16 @@ pub(crate) fn validate(input: &Input<'_>, errors: &mut Vec<Error>) {
 }
 
 fn validate_container(attrs: &ContainerAttrs, errors: &mut Vec<Error>) {
-    for extra in attrs.krate.iter().skip(1) {
+    at_most_once(&attrs.krate, "crate", errors);
+    at_most_once(&attrs.bound, "bound", errors);
+}
+
+/// Reports every setting after the first as a duplicate.
+fn at_most_once<T>(settings: &[Setting<T>], name: &str, errors: &mut Vec<Error>) {
+    for extra in settings.iter().skip(1) {
         errors.push(Error::new_spanned(
             &extra.key,
-            "duplicate `crate` attribute",
+            format!("duplicate `{name}` attribute"),
         ));
     }
 }
@@ -34,8 +40,13 @@ fn validate_struct(input: &Struct<'_>, errors: &mut Vec<Error>) {
         ));
     }
     for field in &input.fields {
-        at_most_one_rule(field, errors);
+        validate_field(field, errors);
     }
+}
+
+fn validate_field(field: &Field<'_>, errors: &mut Vec<Error>) {
+    at_most_one_rule(field, errors);
+    at_most_once(&field.attrs.bound, "bound", errors);
 }
 
 /// Reports every rule after a field's first, as a duplicate or a conflict.
@@ -62,53 +73,62 @@ fn at_most_one_rule(field: &Field<'_>, errors: &mut Vec<Error>) {
 fn validate_enum(input: &Enum<'_>, errors: &mut Vec<Error>) {
     validate_container(&input.attrs, errors);
 
-    let mut default_variant = None;
+    // The first variant marked, and the spelling of its first mark.
+    let mut default_variant: Option<(&syn::Ident, Spelling)> = None;
     for variant in &input.variants {
         let ident = &variant.original.ident;
-        for (i, key) in variant.attrs.default.iter().enumerate() {
-            let message = match (i, default_variant) {
-                (0, None) => {
-                    default_variant = Some(ident);
-                    continue;
-                }
-                (0, Some(first)) => format!(
-                    "only one variant can be `#[recycle(default)]`, and `{first}` already is"
-                ),
-                _ => "duplicate `default` attribute".to_owned(),
-            };
-            errors.push(Error::new_spanned(key, message));
-        }
-        if !variant.attrs.default.is_empty() && !matches!(variant.original.fields, Fields::Unit) {
-            let fields = &variant.original.fields;
-            errors.push(Error::new_spanned(
-                quote!(#ident #fields),
-                format!(
-                    "the `#[recycle(default)]` variant must be a unit variant: `reset` sets \
-                     the value to `Self::{ident}` and has nothing to fill its fields with; \
-                     mark a variant without fields, or add one"
-                ),
-            ));
-        }
-
-        for field in &variant.fields {
-            let mut skipped = false;
-            for rule in &field.attrs.rules {
-                let message = match rule.value {
-                    FieldRule::Skip if !skipped => {
-                        skipped = true;
-                        continue;
-                    }
-                    FieldRule::Skip => "duplicate `skip` attribute".to_owned(),
-                    _ => format!(
-                        "`{}` has no effect in an enum: `reset` replaces the whole value with \
-                         the `#[recycle(default)]` variant; the only field attribute allowed \
-                         here is `#[recycle(skip)]`, which leaves the field out of \
-                         `retained_bytes`",
-                        rule.value.name(),
-                    ),
-                };
-                errors.push(Error::new_spanned(&rule.key, message));
+        let marks = &variant.attrs.default;
+        for (i, mark) in marks.iter().enumerate() {
+            if marks[..i]
+                .iter()
+                .any(|earlier| earlier.spelling == mark.spelling)
+            {
+                errors.push(Error::new_spanned(
+                    &mark.tokens,
+                    format!("duplicate `{}` attribute", mark.spelling.attr()),
+                ));
+                continue;
             }
+            // `#[recycle(default)]` and `#[default]` on one variant mean the
+            // same (std's `Default` reads the one, this derive either); a
+            // later variant is reported once, on its first mark.
+            if let (Some((first, spelling)), 0) = (default_variant, i) {
+                errors.push(Error::new_spanned(
+                    &mark.tokens,
+                    format!(
+                        "only one variant can be the one `reset` returns to, and `{first}` \
+                         already is, marked `{}`{}",
+                        spelling.attr(),
+                        if spelling == mark.spelling {
+                            ""
+                        } else {
+                            "; to this derive `#[default]` means what `#[recycle(default)]` \
+                             means, so `Default` and `reset` cannot pick different variants \
+                             (implement one of the two by hand for that)"
+                        },
+                    ),
+                ));
+            }
+        }
+        if let (None, Some(mark)) = (default_variant, marks.first()) {
+            default_variant = Some((ident, mark.spelling));
+        }
+        if let Some(mark) = marks.first() {
+            if !matches!(variant.original.fields, Fields::Unit) {
+                let fields = &variant.original.fields;
+                errors.push(Error::new_spanned(
+                    quote!(#ident #fields),
+                    format!(
+                        "the `{}` variant must be a unit variant: `reset` sets the value to \
+                         `Self::{ident}` and has nothing to fill its fields with; mark a \
+                         variant without fields, or add one",
+                        mark.spelling.attr(),
+                    ),
+                ));
+            }
+        }
+        for field in &variant.fields {
+            validate_field(field, errors);
         }
     }
 
@@ -116,7 +136,7 @@ fn validate_enum(input: &Enum<'_>, errors: &mut Vec<Error>) {
         errors.push(Error::new_spanned(
             &input.head,
             "`#[derive(Recyclable)]` on an enum needs one unit variant marked \
-             `#[recycle(default)]`: the state `reset` returns to",
+             `#[recycle(default)]` or `#[default]`: the state `reset` returns to",
         ));
     }
 }

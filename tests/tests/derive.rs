@@ -1,6 +1,7 @@
-//! `#[derive(Recyclable)]` on every supported shape, each attribute, a
-//! `no_implicit_prelude` module, and a derived type in a `Recycler` end to
-//! end. The whole file denies warnings, so the generated code must not warn.
+//! `#[derive(Recyclable)]` on every supported shape, each attribute (std's
+//! `#[default]` among them), a `no_implicit_prelude` module, and a derived
+//! type in a `Recycler` end to end. The whole file denies warnings, so the
+//! generated code must not warn.
 #![deny(warnings, unused_qualifications)]
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -294,6 +295,197 @@ enum Never {}
 fn empty_enum_derives() {
     fn assert_recyclable<T: Recyclable>() {}
     assert_recyclable::<Never>();
+}
+
+// ------------------------------------------------------- std's `#[default]`
+
+/// std's `#[default]` alone, without std's `Default` derive, marks the
+/// variant `reset` returns to.
+#[derive(Recyclable, Debug, PartialEq)]
+enum Phase {
+    Start,
+    #[default]
+    Idle,
+    Busy(Vec<u8>),
+}
+
+#[test]
+fn std_default_alone_marks_the_reset_variant() {
+    for mut phase in [Phase::Start, Phase::Idle, Phase::Busy(vec![1; 32])] {
+        phase.reset();
+        assert_eq!(phase, Phase::Idle);
+    }
+}
+
+/// std's `Default` derive reads the same `#[default]`, before or after this
+/// derive, in one `derive` attribute or two: neither takes it from the other.
+#[derive(Default, Recyclable, Debug, PartialEq)]
+enum DefaultFirst {
+    Start,
+    #[default]
+    Idle,
+    Busy(String),
+}
+
+#[derive(Recyclable, Default, Debug, PartialEq)]
+enum DefaultLast {
+    Start,
+    #[default]
+    Idle,
+    Busy(String),
+}
+
+#[derive(Recyclable, Default, Debug, PartialEq)]
+enum SeparateDerives {
+    Start,
+    Busy(String),
+    #[default]
+    Idle,
+}
+
+#[test]
+fn std_default_is_shared_with_std_derive_default() {
+    assert_eq!(DefaultFirst::default(), DefaultFirst::Idle);
+    assert_eq!(DefaultLast::default(), DefaultLast::Idle);
+    assert_eq!(SeparateDerives::default(), SeparateDerives::Idle);
+    for value in [
+        DefaultFirst::Start,
+        DefaultFirst::Busy("x".into()),
+        DefaultFirst::Idle,
+    ] {
+        assert_resets_to_default(value);
+    }
+    for value in [DefaultLast::Start, DefaultLast::Busy("x".into())] {
+        assert_resets_to_default(value);
+    }
+    for value in [SeparateDerives::Start, SeparateDerives::Busy("x".into())] {
+        assert_resets_to_default(value);
+    }
+}
+
+#[test]
+fn recycler_returns_an_enum_to_its_std_default_variant() {
+    let pool: Recycler<DefaultLast> = Recycler::new();
+    *pool.get() = DefaultLast::Busy("job".into());
+    assert_eq!(*pool.get(), DefaultLast::Idle);
+    assert_eq!(pool.stats().hits, 1);
+}
+
+// -------------------------------------------------------------- `bound`
+
+/// `bound = ""`: `Vec<T>` and `Option<T>` are `Recyclable` for every `T`, so
+/// the inferred `T: Recyclable` is not needed.
+#[derive(Recyclable, Debug)]
+#[recycle(bound = "")]
+struct Queue<T> {
+    items: Vec<T>,
+    pending: Option<T>,
+}
+
+/// `bound = ".."` replaces the inferred bounds with the ones given.
+#[derive(Recyclable)]
+#[recycle(bound = "T: Clone")]
+struct Snapshots<T> {
+    history: Vec<T>,
+}
+
+#[test]
+fn container_bound_replaces_the_inferred_bounds() {
+    fn assert_recyclable<T: Recyclable>() {}
+    // `Opaque` is neither `Recyclable` nor `Default`.
+    assert_recyclable::<Queue<Opaque>>();
+    assert_recyclable::<Snapshots<Opaque>>();
+
+    let mut queue = Queue {
+        items: vec![Opaque(1), Opaque(2)],
+        pending: Some(Opaque(3)),
+    };
+    let cap = queue.items.capacity();
+    assert_eq!(queue.retained_bytes(), cap * size_of::<Opaque>());
+    queue.reset();
+    assert!(queue.items.is_empty() && queue.pending.is_none());
+    assert_eq!(queue.items.capacity(), cap);
+
+    let mut snapshots = Snapshots {
+        history: vec![Opaque(1)],
+    };
+    snapshots.reset();
+    assert!(snapshots.history.is_empty());
+}
+
+#[test]
+fn recycler_of_a_bound_struct_with_a_non_recyclable_parameter() {
+    let pool = Recycler::with_factory(|| Queue::<Opaque> {
+        items: Vec::with_capacity(8),
+        pending: None,
+    });
+    let mut queue = pool.get();
+    queue.items.push(Opaque(7));
+    queue.pending = Some(Opaque(8));
+    let ptr = queue.items.as_ptr();
+    drop(queue);
+
+    let queue = pool.get();
+    assert!(queue.items.is_empty() && queue.pending.is_none());
+    assert_eq!(queue.items.as_ptr(), ptr, "the same allocation, reused");
+}
+
+/// A field's `bound` replaces what is inferred from that field: here
+/// `I: Recyclable`, which `I::Item` would otherwise ask, and which an
+/// iterator is not.
+#[derive(Recyclable)]
+struct Lines<I: Iterator> {
+    #[recycle(bound = "I::Item: Recyclable")]
+    current: I::Item,
+    #[recycle(bound = "")]
+    seen: Vec<I::Item>,
+    #[recycle(skip)]
+    source: I,
+}
+
+/// The container's `bound` replaces the inferred bounds; the fields' are
+/// added to it.
+#[derive(Recyclable)]
+#[recycle(bound = "")]
+struct Mixed<A, B> {
+    a: Vec<A>,
+    #[recycle(bound = "B: Recyclable")]
+    b: B,
+}
+
+/// `bound` on a field of an enum variant.
+#[derive(Recyclable, Debug, PartialEq)]
+enum Cell<T> {
+    #[default]
+    Empty,
+    Many(#[recycle(bound = "")] Vec<T>),
+}
+
+#[test]
+fn field_bounds() {
+    let mut lines = Lines {
+        current: String::from("line"),
+        seen: vec![String::from("a")],
+        source: vec![String::from("b")].into_iter(),
+    };
+    lines.reset();
+    assert!(lines.current.is_empty() && lines.seen.is_empty());
+    assert_eq!(lines.source.len(), 1, "skipped");
+
+    let mut mixed = Mixed {
+        a: vec![Opaque(1)],
+        b: String::from("b"),
+    };
+    assert_eq!(
+        mixed.retained_bytes(),
+        mixed.a.capacity() * size_of::<Opaque>() + mixed.b.capacity()
+    );
+    mixed.reset();
+    assert!(mixed.a.is_empty() && mixed.b.is_empty());
+
+    let mut cell = Cell::Many(Vec::with_capacity(4));
+    cell.reset();
+    assert_eq!(cell, Cell::<Opaque>::Empty);
 }
 
 // -------------------------------------------------------- field attributes
@@ -600,6 +792,21 @@ mod no_prelude {
 
     #[derive(Recyclable)]
     pub(crate) enum Nothing {}
+
+    #[derive(Recyclable)]
+    pub(crate) enum Light {
+        #[default]
+        Off,
+        On(Vec<u8>),
+    }
+
+    #[derive(Recyclable)]
+    #[recycle(bound = "T: ::core::clone::Clone")]
+    pub(crate) struct Loose<T> {
+        pub(crate) items: Vec<T>,
+        #[recycle(bound = "")]
+        pub(crate) last: ::core::option::Option<T>,
+    }
 }
 
 #[test]
@@ -632,6 +839,16 @@ fn works_without_the_prelude() {
     assert!(matches!(r, State::Running(_, 3)));
     r.reset();
     assert!(matches!(r, State::Start));
+
+    let mut light = no_prelude::Light::On(vec![1]);
+    light.reset();
+    assert!(matches!(light, no_prelude::Light::Off));
+    let mut loose = no_prelude::Loose {
+        items: vec![Opaque(1)],
+        last: Some(Opaque(2)),
+    };
+    loose.reset();
+    assert!(loose.items.is_empty() && loose.last.is_none());
 
     fn assert_recyclable<T: Recyclable>() {}
     assert_recyclable::<no_prelude::Nothing>();

@@ -7,6 +7,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::fmt::Debug;
 use std::hash::Hash;
+use std::mem::size_of;
 use std::time::Duration;
 
 use proptest::collection::{btree_set, hash_map, vec};
@@ -74,6 +75,43 @@ enum Message {
         compressed: bool,
     },
     Requests(Vec<HttpRequest>),
+}
+
+/// Neither `Recyclable` nor `Default`: `Log<Entry>` derives only thanks to
+/// `bound = ""`.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry(u64, String);
+
+/// A generic struct whose collections need no bound on `T`, with an enum
+/// marked by std's `#[default]` alone.
+#[derive(Recyclable, Debug, PartialEq)]
+#[recycle(bound = "")]
+struct Log<T> {
+    entries: Vec<T>,
+    by_id: HashMap<u64, T>,
+    last: Option<T>,
+    phase: Phase,
+}
+
+impl<T> Default for Log<T> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            by_id: HashMap::new(),
+            last: None,
+            phase: Phase::default(),
+        }
+    }
+}
+
+#[derive(Recyclable, Default, Debug, PartialEq, Clone)]
+enum Phase {
+    #[default]
+    Open,
+    Flushing(Vec<u8>),
+    Closed {
+        reason: String,
+    },
 }
 
 /// One use of a pooled request: what a parser would write into it.
@@ -245,6 +283,32 @@ proptest! {
         }
         fill(&rows, generation)?;
         fill(&numbers, generation)?;
+    }
+
+    #[test]
+    fn bound_struct_resets_and_keeps_capacity(
+        entries in vec((any::<u64>(), text()), 0..32),
+        phase in prop_oneof![
+            Just(Phase::Open),
+            vec(any::<u8>(), 0..64).prop_map(Phase::Flushing),
+            text().prop_map(|reason| Phase::Closed { reason }),
+        ],
+    ) {
+        let mut log = Log::<Entry>::default();
+        for (id, text) in entries {
+            let entry = Entry(id, text);
+            log.entries.push(entry.clone());
+            log.by_id.insert(id, entry.clone());
+            log.last = Some(entry);
+        }
+        log.phase = phase;
+        let kept = (log.entries.capacity(), log.by_id.capacity());
+        let collections = kept.0 * size_of::<Entry>() + kept.1 * size_of::<(u64, Entry)>();
+        prop_assert_eq!(log.retained_bytes(), collections + log.phase.retained_bytes());
+
+        check_reset(&mut log);
+        prop_assert_eq!((log.entries.capacity(), log.by_id.capacity()), kept);
+        prop_assert_eq!(log.retained_bytes(), collections);
     }
 
     #[test]

@@ -17,4 +17,11 @@ struct Twice {
     a: Vec<u8>,
 }
 
+#[derive(Recyclable)]
+enum State {
+    #[recycle(default = true)]
+    Idle,
+    Busy(Vec<u8>),
+}
+
 fn main() {}
