@@ -144,7 +144,8 @@ pub enum AcquireError {
     /// No buffer of this size can exist: with the pool's alignment it would
     /// exceed `isize::MAX` bytes, the most any allocation may hold.
     TooLarge {
-        /// The capacity asked for, in bytes.
+        /// The capacity asked for, in bytes (`usize::MAX` when a buffer's
+        /// length plus the bytes to reserve overflows).
         requested: usize,
         /// The largest capacity possible with the pool's alignment.
         max: usize,

@@ -63,8 +63,21 @@ macro_rules! buf_mut {
                 self.extend_from_slice(src);
             }
 
+            /// Appends `cnt` copies of `val`, growing the buffer if need be.
+            ///
+            /// # Panics
+            ///
+            /// As `BufMut` requires, if `cnt` is more than
+            /// [`remaining_mut`](BufMut::remaining_mut) (so `len() + cnt`
+            /// never overflows); and if the buffer cannot grow, as
+            /// [`push`](Self::push). The buffer is unchanged then.
             #[inline]
             fn put_bytes(&mut self, val: u8, cnt: usize) {
+                let remaining = self.remaining_mut();
+                if cnt > remaining {
+                    panic!("put_bytes({cnt}) past the remaining capacity ({remaining})");
+                }
+                // No overflow: `len + remaining == isize::MAX`.
                 let len = self.len();
                 self.resize(len + cnt, val);
             }
@@ -140,6 +153,45 @@ mod tests {
         let mut b = pool.acquire(1);
         // SAFETY: not reached: `advance_mut` panics first.
         unsafe { b.advance_mut(5000) };
+    }
+
+    /// `f` panics with a message containing `expected`.
+    fn panics_with(expected: &str, f: impl FnOnce()) {
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+        let msg = err
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| err.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        assert!(msg.contains(expected), "panicked with {msg:?}");
+    }
+
+    #[test]
+    fn put_bytes_past_the_remaining_capacity_panics() {
+        let pool = Arc::new(BufferPool::new());
+        let mut b = pool.acquire(6);
+        b.put_slice(b"abcdef");
+        // `len + cnt` overflows `usize`: wrapped, it would truncate to 3.
+        let expected = format!(
+            "put_bytes({}) past the remaining capacity ({})",
+            usize::MAX - 2,
+            isize::MAX as usize - 6
+        );
+        panics_with(&expected, || b.put_bytes(b'z', usize::MAX - 2));
+        assert_eq!(&b[..], b"abcdef", "unchanged");
+        // One past the remaining capacity: no overflow, still a panic.
+        let past = b.remaining_mut() + 1;
+        panics_with("put_bytes(", || b.put_bytes(0, past));
+        assert_eq!(&b[..], b"abcdef", "unchanged");
+        let mut owned = pool.acquire_owned(6);
+        owned.put_slice(b"abcdef");
+        panics_with(&expected, || owned.put_bytes(b'z', usize::MAX - 2));
+        assert_eq!(&owned[..], b"abcdef", "unchanged");
+        // Within it but too large to allocate: the growth's panic.
+        panics_with("pooled buffer cannot grow", || {
+            b.put_bytes(0, isize::MAX as usize - 6);
+        });
+        assert_eq!(&b[..], b"abcdef", "unchanged");
     }
 
     #[test]

@@ -15,6 +15,7 @@ use super::buckets::GROWN;
 use super::buf::Buf;
 use super::inner::PoolInner;
 use super::pool::BufferPool;
+use super::raw::AlignedBuf;
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::loom::Arc;
@@ -211,12 +212,14 @@ fn grow(
     origin: &mut u32,
     additional: usize,
 ) -> Result<(), AcquireError> {
+    // `len + additional` overflowing is one more size no buffer can have:
+    // the same error, with `requested` saturated.
     let needed = buf
         .len()
         .checked_add(additional)
         .ok_or(AcquireError::TooLarge {
             requested: usize::MAX,
-            max: isize::MAX as usize,
+            max: AlignedBuf::max_capacity(buf.alignment()),
         })?;
     pool.grow(buf, needed)?;
     // The release sees at once that the buffer left its bucket's capacity.
@@ -323,8 +326,12 @@ macro_rules! buf_api {
             /// # Panics
             ///
             /// If the buffer must grow and cannot: at the pool's
-            /// `memory_limit`, or if the allocator fails (use
-            /// [`try_reserve`](Self::try_reserve) first to handle that).
+            /// `memory_limit`, if the allocator fails, or past the largest
+            /// capacity possible (`isize::MAX` bytes less the alignment, as
+            /// `Vec` panics on a capacity overflow); the message is
+            /// [`try_reserve`](Self::try_reserve)'s error, with the numbers
+            /// (use `try_reserve` first to handle it). The buffer is
+            /// unchanged then.
             ///
             /// # Examples
             ///
@@ -393,8 +400,11 @@ macro_rules! buf_api {
             /// # Errors
             ///
             /// [`AcquireError::LimitExceeded`] at the memory limit,
-            /// [`AcquireError::TooLarge`] past `isize::MAX`,
-            /// [`AcquireError::AllocFailed`] if the allocator fails.
+            /// [`AcquireError::TooLarge`] if `len() + additional` passes the
+            /// largest capacity possible (`isize::MAX` bytes less the
+            /// alignment; `requested` is that sum, or `usize::MAX` if it
+            /// overflows), [`AcquireError::AllocFailed`] if the allocator
+            /// fails.
             ///
             /// # Examples
             ///
@@ -743,6 +753,41 @@ mod tests {
         let mut b = pool.acquire(4096);
         b.resize(4096, 0);
         b.push(1);
+    }
+
+    #[test]
+    fn overflowing_reserves_are_typed_errors_with_the_numbers() {
+        for align in [1, 4096] {
+            let pool = BufferPool::builder().alignment(align).build().unwrap();
+            let max = isize::MAX as usize - (align - 1);
+            for len in [0, 1, 4096] {
+                let mut b = pool.acquire(1);
+                b.resize(len, 7);
+                // `len + additional` is `usize::MAX` or overflows (then
+                // `requested` saturates).
+                for additional in [usize::MAX, (usize::MAX - len).saturating_add(1)] {
+                    assert_eq!(
+                        b.try_reserve(additional),
+                        Err(AcquireError::TooLarge {
+                            requested: usize::MAX,
+                            max
+                        }),
+                        "align {align}, len {len}, additional {additional}"
+                    );
+                }
+                // No overflow, past the largest capacity.
+                assert_eq!(
+                    b.try_reserve(max - len + 1),
+                    Err(AcquireError::TooLarge {
+                        requested: max + 1,
+                        max
+                    }),
+                    "align {align}, len {len}"
+                );
+                assert_eq!((b.len(), b.capacity()), (len, 4096), "unchanged");
+                assert!(b.iter().all(|&x| x == 7));
+            }
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+use std::ptr;
 use std::slice;
 
 use super::guard::PooledBuf;
@@ -64,7 +65,9 @@ pub struct Scope<'a> {
     align: usize,
     step: usize,
     /// The next free byte of the newest chunk, and how many bytes it has
-    /// left (0 before the first chunk).
+    /// left. Before the first chunk: 0 bytes left at the address `align`
+    /// ([`empty`]), never null, so that an empty slice from the bump path is
+    /// non-null and aligned too.
     next: Cell<*mut u8>,
     left: Cell<usize>,
     /// Touched only inside `Scope`'s methods, none of which re-enters
@@ -114,9 +117,9 @@ impl Drop for Held<'_> {
 }
 
 // SAFETY: `next` points into a buffer that the scope itself holds (in
-// `held`, whose guards are `Send`), which moves with it; the bytes it points
-// to are reached only through the scope, which is not `Sync`, so one thread
-// at a time allocates from it.
+// `held`, whose guards are `Send`), which moves with it, or is the address
+// of no buffer (`empty`); the bytes it points to are reached only through
+// the scope, which is not `Sync`, so one thread at a time allocates from it.
 unsafe impl Send for Scope<'_> {}
 
 impl<'a> Scope<'a> {
@@ -127,7 +130,7 @@ impl<'a> Scope<'a> {
             chunk,
             align,
             step,
-            next: Cell::new(std::ptr::null_mut()),
+            next: Cell::new(empty(align)),
             left: Cell::new(0),
             held: UnsafeCell::new(Held {
                 inline: [const { MaybeUninit::uninit() }; INLINE],
@@ -144,7 +147,9 @@ impl<'a> Scope<'a> {
     /// [`alloc_zeroed`](Self::alloc_zeroed) for zeros.
     ///
     /// Most calls bump a pointer in the scope's current buffer; see
-    /// [`Scope`].
+    /// [`Scope`]. An empty slice (`len == 0`) takes no memory and never
+    /// fails; like every slice, it starts at a non-null address aligned to
+    /// the pool's alignment.
     ///
     /// # Panics
     ///
@@ -211,7 +216,7 @@ impl<'a> Scope<'a> {
     ///
     /// # Errors
     ///
-    /// As [`BufferPool::try_acquire`].
+    /// As [`BufferPool::try_acquire`] (never for `len == 0`).
     ///
     /// # Examples
     ///
@@ -222,6 +227,7 @@ impl<'a> Scope<'a> {
     /// let scope = pool.scope();
     /// assert!(scope.try_alloc(8192).is_ok());
     /// assert!(scope.try_alloc(1).is_err()); // the scope holds all the memory
+    /// assert!(scope.try_alloc(0).is_ok()); // an empty slice needs none
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     #[allow(
@@ -235,18 +241,29 @@ impl<'a> Scope<'a> {
         if let Some(need) = pad.checked_add(len) {
             if need <= self.left.get() {
                 // SAFETY: `next` points into the newest chunk with
-                // `left >= pad + len` bytes after it, all in the chunk.
+                // `left >= pad + len` bytes after it, all in the chunk; or,
+                // before the first chunk, `left == 0`, so `pad == 0` and this
+                // is a zero offset, sound on any pointer.
                 let ptr = unsafe { next.add(pad) };
-                // SAFETY: as above: `ptr + len` is at most the chunk's end.
+                // SAFETY: as above: `ptr + len` is at most the chunk's end
+                // (a zero offset before the first chunk).
                 self.next.set(unsafe { ptr.add(len) });
                 self.left.set(self.left.get() - need);
                 // The slice lies past every slice handed out before from
                 // this chunk (the bump only moves forward); `take` says why
                 // its bytes stay exclusive, alive and in place.
                 // SAFETY: `[ptr, ptr + len)` is initialized bytes of a chunk
-                // the scope holds, lent out once (see above).
+                // the scope holds, lent out once (see above); before the
+                // first chunk, `len == 0` and `ptr` is `empty(align)`,
+                // non-null and aligned, which is all 0 bytes need.
                 return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
             }
+        }
+        if len == 0 {
+            // The current chunk has no aligned byte left: an empty slice
+            // needs no memory, and gets none from the pool.
+            // SAFETY: an address that is non-null and aligned, for 0 bytes.
+            return Ok(unsafe { slice::from_raw_parts_mut(empty(self.align), 0) });
         }
         if len > self.chunk / 2 {
             // A buffer of its own; the current chunk keeps its room.
@@ -346,6 +363,12 @@ impl<'a> Scope<'a> {
     }
 }
 
+/// The address of the empty slices that no chunk holds: `align` itself,
+/// non-null and aligned, pointing to nothing (valid for 0 bytes only).
+fn empty(align: usize) -> *mut u8 {
+    ptr::without_provenance_mut(align)
+}
+
 /// `alloc`'s panic, out of line.
 #[cold]
 #[inline(never)]
@@ -419,6 +442,73 @@ mod tests {
         // and more than the room left, in a buffer of its own; 31 000 still
         // fits in the room left.
         assert_eq!(format!("{scope:?}"), "Scope { buffers: 3, .. }");
+    }
+
+    /// The address of every slice is non-null and a multiple of `align`.
+    /// (`black_box`: an optimized build would otherwise assume a slice's
+    /// pointer non-null and drop the check.)
+    fn assert_aligned(s: &[u8], align: usize, what: &str) {
+        let addr = std::hint::black_box(s.as_ptr()).addr();
+        assert_ne!(addr, 0, "{what}: null");
+        assert_eq!(addr % align, 0, "{what}: {addr:#x} not aligned to {align}");
+    }
+
+    #[test]
+    fn empty_slices_are_non_null_and_aligned() {
+        // A fresh scope: no chunk yet.
+        let pool = BufferPool::new();
+        let scope = pool.scope();
+        assert_aligned(scope.alloc(0), 1, "fresh alloc(0)");
+        assert_aligned(scope.alloc_zeroed(0), 1, "fresh alloc_zeroed(0)");
+        assert_aligned(scope.try_alloc(0).unwrap(), 1, "fresh try_alloc(0)");
+        assert!(scope.is_empty(), "an empty slice takes no buffer");
+        drop(scope);
+        // A scope whose only buffer is one of its own (over half a chunk).
+        let scope = pool.scope();
+        assert_eq!(scope.alloc(40_000).len(), 40_000);
+        assert_aligned(scope.alloc(0), 1, "alloc(0) after an own buffer");
+        assert_eq!(scope.len(), 1);
+        drop(scope);
+        // Aligned pools, with chunks whose ends are not aligned.
+        for align in [2, 64, 4096, 1 << 16] {
+            let pool = BufferPool::builder()
+                .bucket_step(1000)
+                .max_capacity(64_000)
+                .alignment(align)
+                .build()
+                .unwrap();
+            let scope = pool.scope();
+            assert_aligned(scope.alloc(0), align, "fresh");
+            assert_aligned(scope.alloc(40_000), align, "own buffer");
+            assert_aligned(scope.alloc(0), align, "after an own buffer");
+            assert_aligned(scope.alloc(999), align, "first chunk");
+            assert_aligned(scope.alloc(0), align, "in the first chunk");
+            assert_aligned(scope.alloc(1), align, "after an empty one");
+            let held = scope.len();
+            for _ in 0..20 {
+                assert_aligned(scope.alloc(0), align, "repeated");
+            }
+            assert_eq!(scope.len(), held, "empty slices take no buffer");
+        }
+    }
+
+    #[test]
+    fn empty_slices_need_no_memory() {
+        // Every byte under the limit held, and the bump pointer at the end
+        // of a chunk that is not aligned (1000 bytes, aligned to 64): an
+        // empty slice still succeeds, without taking a buffer.
+        let pool = BufferPool::builder()
+            .bucket_step(1000)
+            .max_capacity(2000)
+            .alignment(64)
+            .memory_limit(1000)
+            .build()
+            .unwrap();
+        let scope = pool.scope();
+        assert_eq!(scope.alloc(1000).len(), 1000);
+        assert!(scope.try_alloc(1).is_err());
+        assert_aligned(scope.try_alloc(0).unwrap(), 64, "at the limit");
+        assert_eq!(scope.len(), 1);
     }
 
     #[test]
