@@ -221,9 +221,11 @@ mod tests {
         while b.wait() {
             waits += 1;
         }
+        // No upper bound on the time taken: this machine may be loaded. Each
+        // sleep is at most `MAX_SLEEP` and at most the time left (above), and
+        // the wait does end, at or after the deadline.
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(20), "{took:?}");
-        assert!(took < Duration::from_millis(500), "{took:?}");
         assert!(waits > SPIN_STEPS + YIELD_STEPS, "{waits}");
     }
 }
