@@ -16,17 +16,24 @@ use crate::handoff::Pending;
 use crate::idle::DeltaCell;
 use crate::inbox::Inbox;
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
-use crate::registry::{NOBODY, Token};
+use crate::registry::{NOBODY, TOKEN_STEP, Token};
 use crate::shared::Inner;
 use crate::slots::Slot;
 use crate::stats::Counters;
 
+/// In a cache's owner word, next to the owner's token: the recycler counts
+/// idle bytes, so releases into this cache take the slow path, which counts
+/// them. Below [`TOKEN_STEP`], so the word is never a bare token.
+pub(crate) const ACCOUNTED: u64 = 2;
+
+static_assertions::const_assert!(ACCOUNTED < TOKEN_STEP);
+
 /// One thread's cache. Aligned to 128 bytes so that caches of different
-/// threads never share a cache line (nor an adjacent-line prefetch pair),
-/// and so that a [`Home`](crate::home::Home) has room for its flags.
+/// threads never share a cache line (nor an adjacent-line prefetch pair).
 #[repr(align(128))]
 pub(crate) struct Local<T> {
-    /// The owning thread's token, or `NOBODY`.
+    /// The owning thread's token (with [`ACCOUNTED`] under an idle-memory
+    /// cap), or `NOBODY`.
     owner: AtomicU64,
     /// Owner-only state.
     cache: UnsafeCell<Cache<T>>,
@@ -43,9 +50,12 @@ pub(crate) struct Local<T> {
 
 /// The part of a [`Local`] that only its owner touches.
 pub(crate) struct Cache<T> {
-    /// The hot slot: the object released last, taken first. In front of the
-    /// batch, it serves a thread that takes and returns one object at a time
-    /// with a load and a store, no length to update.
+    /// The hot slot. A release fills it when it is empty, a get takes it
+    /// first. So a thread that takes and returns one object at a time goes
+    /// through the slot alone, with a load and a store and no length to
+    /// update (W1 with one object held is bound by store-to-load forwarding
+    /// through whatever it updates), and a burst pushes onto and pops off the
+    /// batch without moving the slot's object each time.
     pub(crate) slot: Option<Box<T>>,
     /// Idle objects behind the slot; `get` pops and releases push at the back
     /// (LIFO, so the objects used last, warm in cache, go out first); spills
@@ -55,6 +65,9 @@ pub(crate) struct Cache<T> {
     /// Objects released here whose home is another cache, gathered per home
     /// and sent a batch at a time.
     pub(crate) pending: Pending<T>,
+    /// `max_capacity_per_thread`, kept here so that the owner path finds
+    /// it without a look at the recycler.
+    pub(crate) max: usize,
     /// Counts freshly made objects, for `ratio`.
     pub(crate) fresh: usize,
     /// The fewest objects the batch held since the last decay pass (see
@@ -67,12 +80,29 @@ pub(crate) struct Cache<T> {
 }
 
 impl<T> Cache<T> {
-    /// Pops the batch, keeping its low-water mark.
+    /// Takes an idle object: the slot's if it holds one, else the back of
+    /// the batch (the object released last). The low-water mark is written
+    /// only when it moves, which in steady state it does not.
     #[inline(always)]
-    pub(crate) fn pop_batch(&mut self) -> Option<Box<T>> {
+    pub(crate) fn pop(&mut self) -> Option<Box<T>> {
+        if self.slot.is_some() {
+            return self.slot.take();
+        }
         let obj = self.batch.pop_back()?;
-        self.low_water = self.low_water.min(self.batch.len());
+        let len = self.batch.len();
+        if len < self.low_water {
+            self.low_water = len;
+        }
         Some(obj)
+    }
+
+    /// Whether a push on the batch would neither spill nor grow it: with the
+    /// slot full, the cache then holds at most `max` objects, and the batch
+    /// has room in its allocation.
+    #[inline(always)]
+    pub(crate) fn has_room(&self) -> bool {
+        let len = self.batch.len();
+        len + 1 < self.max && len < self.batch.capacity()
     }
 
     /// Idle objects held: the slot and the batch.
@@ -128,6 +158,7 @@ impl<T> Local<T> {
                 slot: None,
                 batch: VecDeque::new(),
                 pending: Pending::new(),
+                max: inbox_capacity,
                 fresh: 0,
                 low_water: 0,
                 aux: std::ptr::null(),
@@ -152,7 +183,11 @@ impl<T> Local<T> {
         unsafe { &*self.recycler }
     }
 
-    /// The owner word, for [`Home::owned`](crate::home::Home::owned).
+    /// The owner word: the owner's token, with [`ACCOUNTED`] if the
+    /// recycler counts idle bytes; `NOBODY` if no thread owns the cache. It
+    /// equals the calling thread's token exactly when that thread owns the
+    /// cache and releases into it may take the owner path
+    /// ([`Home::owned`](crate::home::Home::owned)).
     ///
     /// `Relaxed` suffices: only the thread with a given token ever stores
     /// that token here, so a thread sees its own token only if it stored it,
@@ -166,7 +201,7 @@ impl<T> Local<T> {
     /// [`owner_word`](Self::owner_word)).
     #[inline(always)]
     pub(crate) fn is_owned_by(&self, token: Token) -> bool {
-        self.owner_word() == token
+        self.owner_word() & !(TOKEN_STEP - 1) == token
     }
 
     /// Whether no live thread owns this cache, for a releaser deciding if the

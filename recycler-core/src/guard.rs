@@ -85,8 +85,6 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
         // SAFETY: `home` is a cache of a recycler borrowed for `'a` (the
         // contract of `new`), which owns the cache.
         let home = unsafe { self.home.local() };
-        // SAFETY: `home` is never empty (the contract of `new`).
-        let home = unsafe { home.unwrap_unchecked() };
         // SAFETY: the recycler is borrowed for `'a`.
         unsafe { home.recycler() }
     }
@@ -135,11 +133,12 @@ impl<T: Recyclable> Drop for Pooled<'_, T> {
     fn drop(&mut self) {
         // Before the object is taken out: see `Inner::release`.
         let pool = !std::thread::panicking();
-        let recycler = self.recycler();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { self.take_box() };
-        recycler.release(obj, self.home, pool);
+        // SAFETY: `home` is the object's, not empty, of a recycler borrowed
+        // for `'a` (the contract of `new`).
+        unsafe { Inner::release(obj, self.home, pool) };
     }
 }
 
@@ -247,7 +246,9 @@ impl<T: Recyclable> Drop for OwnedPooled<T> {
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
-        self.recycler.inner().release(obj, self.home, pool);
+        // SAFETY: `home` is the object's (never empty: every recycler homes
+        // its objects), of the recycler this guard's `Arc` keeps alive.
+        unsafe { Inner::release(obj, self.home, pool) };
     }
 }
 

@@ -108,11 +108,7 @@ impl<T: Recyclable> Inner<T> {
     /// Release on a thread that does not own the object's home; the object
     /// is reset already unless `reset_on_return(false)` defers it.
     pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
-        // Every object has a home (the orphan's, if nothing else).
-        let Some(home_ptr) = home.local_ptr() else {
-            debug_assert!(false, "an object without a home");
-            return self.store(vec![obj], None);
-        };
+        let home_ptr = home.local_ptr();
         let Some(mine) = self.local_for_current() else {
             // The thread is exiting: send the object straight home.
             Counters::add_shared(&self.shared.released_remote, 1);
@@ -125,7 +121,7 @@ impl<T: Recyclable> Inner<T> {
             let obj = if self.config.reset_on_return {
                 obj
             } else {
-                Resetting::reset(self, obj, home)
+                Resetting::reset(obj, home)
             };
             return self.release_owned(mine, obj);
         }

@@ -2,12 +2,15 @@
 //! inlined into the caller, and how a thread finds (or claims) its cache.
 //!
 //! - **get**: look the recycler up in the thread's hot index (an entry means
-//!   the thread owns the cache and has no foreign releases pending), take the
-//!   hot slot, else pop the batch; count a hit with a load and a store.
+//!   the thread owns the cache and has no foreign releases pending), pop the
+//!   batch, else take the hot slot (the bottom of the stack); count a hit.
 //! - **release**: one compare tells that the calling thread owns the home
 //!   and that no flag sends the object elsewhere ([`Home::owned`]); then,
 //!   unless the thread is panicking, reset the object and put it in the
-//!   slot, or push it on the batch if that neither spills nor grows it.
+//!   slot if it is empty, or push it on the batch if that neither spills nor
+//!   grows it; count a release.
+//!
+//! Counts are a load and a store each (only the owner writes them).
 //!
 //! Everything else goes through one out-of-line call each way: the slow get
 //! ([`crate::refill`]) and the slow release ([`crate::release`]). One call
@@ -17,7 +20,7 @@
 use std::mem;
 use std::ptr;
 
-use crate::cache::Local;
+use crate::cache::{Cache, Local};
 use crate::home::Home;
 use crate::recyclable::Recyclable;
 use crate::registry;
@@ -35,21 +38,16 @@ impl<T: Recyclable> Inner<T> {
     /// them: its gets take the slow path, which counts bytes.
     #[inline(always)]
     pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = registry::hot(self.id).cast::<Local<T>>();
+        let local = registry::hot(self.id, self.hot_slot)?.cast::<Local<T>>();
         // SAFETY: a hot-index entry under this recycler's plain id points to
         // a cache of this recycler that the calling thread owns (the
-        // contract of `registry::set_hot`); null otherwise.
-        let local = unsafe { local.as_ref() }?;
+        // contract of `registry::set_hot`).
+        let local = unsafe { local.as_ref() };
         // SAFETY: `local` is a cache the calling thread owns, and the
         // closure runs no user code.
-        let obj = unsafe {
-            local.with_cache(|c| match c.slot.take() {
-                Some(obj) => Some(obj),
-                None => c.pop_batch(),
-            })
-        }?;
+        let obj = unsafe { local.with_cache(Cache::pop) }?;
         Counters::add_owned(&local.counters.hits, 1);
-        Some((obj, Home::new(Some(local), false)))
+        Some((obj, Home::new(local)))
     }
 
     /// Returns a released object to the pool. `pool` says whether it may be
@@ -61,47 +59,57 @@ impl<T: Recyclable> Inner<T> {
     ///
     /// On the owner thread the object is reset here and put in the slot or
     /// on the batch; every other case goes through one out-of-line call.
+    ///
+    /// An associated function of the home rather than a method of the
+    /// recycler: the owner path never needs the recycler, so it is found (a
+    /// load through the home) only on the slow path.
+    ///
+    /// # Safety
+    ///
+    /// `home` is the home of `obj`, handed out by a recycler that is alive
+    /// (the guard being released keeps it).
     #[inline(always)]
-    pub(crate) fn release(&self, obj: Box<T>, home: Home<T>, pool: bool) {
-        // SAFETY: a guard's home is never empty, and the guard keeps the
-        // recycler alive.
-        if let (true, Some(local)) = (pool, unsafe { home.owned() }) {
-            let obj = Resetting::reset(self, obj, home);
-            let max = self.config.max_capacity_per_thread;
-            // SAFETY: the calling thread owns `local`, a cache of this
-            // recycler, whose capacity is `max`; the admission check touches
-            // nothing.
-            match unsafe { Self::push_local(local, obj, max, true, |_| true) } {
-                Ok(()) => {}
-                Err(back) => self.release_slow(back, home, true),
+    pub(crate) unsafe fn release(obj: Box<T>, home: Home<T>, pool: bool) {
+        let mut obj = obj;
+        let mut was_reset = false;
+        if pool {
+            // SAFETY: alive (the caller's guarantee).
+            if let Some(local) = unsafe { home.owned() } {
+                obj = Resetting::reset(obj, home);
+                was_reset = true;
+                // SAFETY: the calling thread owns `local`; the admission
+                // check touches nothing.
+                match unsafe { Self::push_local(local, obj, true, |_| true) } {
+                    Ok(()) => return,
+                    Err(back) => obj = back,
+                }
             }
-        } else {
-            self.release_slow(obj, home, false);
         }
+        // SAFETY: as above: a cache of a live recycler.
+        let inner = unsafe { home.local().recycler() };
+        inner.release_slow(obj, home, was_reset);
     }
 
-    /// Puts `obj`, already reset, in `local`'s slot (the object the slot
-    /// held, if any, moving to the back of the batch) if the cache then
-    /// holds at most `max` objects and the batch has room in its allocation,
-    /// and if `admit` (the idle-memory check, given the cache's `aux` word)
-    /// agrees; counts the release if `count`.
+    /// Puts `obj`, already reset, in `local`'s slot if it is empty, or on the
+    /// back of its batch if the cache then holds at most
+    /// `max_capacity_per_thread` objects and the batch has room in its
+    /// allocation, if `admit` (the idle-memory check, given the cache's
+    /// `aux` word) agrees; counts the release if `count`.
     /// Otherwise hands `obj` back, for [`release_slow`](Self::release_slow).
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, a cache of a recycler of `T` whose
-    /// `max_capacity_per_thread` is `max` (at least 1: a recycler that pools
-    /// nothing marks its objects for discarding), and `admit` does not touch
-    /// the cache.
+    /// The calling thread owns `local`, a cache of a recycler of `T` (whose
+    /// `max_capacity_per_thread` is at least 1: a recycler that pools
+    /// nothing homes its objects at its discard cache), and `admit` does not
+    /// touch the cache.
     #[inline(always)]
     pub(crate) unsafe fn push_local(
         local: &Local<T>,
         obj: Box<T>,
-        max: usize,
         count: bool,
         admit: impl FnOnce(*const ()) -> bool,
     ) -> Result<(), Box<T>> {
-        debug_assert!(max >= 1);
         // SAFETY: the caller owns `local`; the closure runs no user code
         // (`admit` is the pool's accounting).
         let rest = unsafe {
@@ -113,13 +121,10 @@ impl<T: Recyclable> Inner<T> {
                     }
                     return Some(obj);
                 }
-                let len = c.batch.len();
-                // `len + 1 < max`: the slot is full, and counts. The object
-                // released last takes the slot; the one it held goes behind.
-                if len + 1 < max && len < c.batch.capacity() && admit(c.aux) {
-                    if let Some(older) = c.slot.replace(obj) {
-                        c.batch.push_back(older);
-                    }
+                debug_assert!(c.max >= 1);
+                // `admit` last: it counts the bytes it admits.
+                if c.has_room() && admit(c.aux) {
+                    c.batch.push_back(obj);
                     None
                 } else {
                     Some(obj)
@@ -148,15 +153,7 @@ impl<T: Recyclable> Inner<T> {
     #[inline(always)]
     pub(crate) unsafe fn pop_local(local: &Local<T>, count: bool) -> Option<(Box<T>, *const ())> {
         // SAFETY: the caller owns `local`; the closure runs no user code.
-        let (obj, aux) = unsafe {
-            local.with_cache(|c| {
-                let obj = match c.slot.take() {
-                    Some(obj) => Some(obj),
-                    None => c.pop_batch(),
-                };
-                (obj, c.aux)
-            })
-        };
+        let (obj, aux) = unsafe { local.with_cache(|c| (c.pop(), c.aux)) };
         let obj = obj?;
         if count {
             Counters::add_owned(&local.counters.hits, 1);
@@ -178,11 +175,11 @@ impl<T: Recyclable> Inner<T> {
     /// the thread owns it.
     #[inline(always)]
     fn hot_local(&self) -> Option<&Local<T>> {
-        let local = registry::hot(self.hot_key).cast::<Local<T>>();
+        let local = registry::hot(self.hot_key, self.hot_slot)?.cast::<Local<T>>();
         // SAFETY: a hot-index entry for this recycler's key points to a cache
         // of this recycler (alive: `&self`) that the calling thread owns (the
-        // contract of `registry::set_hot`); null otherwise.
-        unsafe { local.as_ref() }
+        // contract of `registry::set_hot`).
+        Some(unsafe { local.as_ref() })
     }
 
     /// The calling thread's cache, claimed for it if need be; `None` while
@@ -213,9 +210,9 @@ impl<T: Recyclable> Inner<T> {
             Some(local) if local.is_owned_by(token) => local,
             _ => {
                 let (max, batch) = (self.config.max_capacity_per_thread, self.config.batch_size);
-                let local = self
-                    .caches
-                    .claim(token, || (self.new_local)(max, batch, ptr::from_ref(self)));
+                let local = self.caches.claim(token | self.owner_flag, || {
+                    (self.new_local)(max, batch, ptr::from_ref(self))
+                });
                 // SAFETY: `local` is a cache of this recycler, which keeps it
                 // (at a fixed address) for as long as the recycler lives, and
                 // the calling thread owns it.
@@ -246,18 +243,18 @@ impl<T: Recyclable> Inner<T> {
 /// An object being reset. If `reset` panics, unwinding drops this, which
 /// counts the object as released and dropped and drops it (out of line, so
 /// that the inlined release path carries a single cleanup call).
-pub(crate) struct Resetting<'a, T: Recyclable> {
-    inner: &'a Inner<T>,
+pub(crate) struct Resetting<T: Recyclable> {
+    /// The object's home, of a live recycler.
     home: Home<T>,
     obj: mem::ManuallyDrop<Box<T>>,
 }
 
-impl<'a, T: Recyclable> Resetting<'a, T> {
+impl<T: Recyclable> Resetting<T> {
     /// Runs `obj.reset()`; returns the object unless `reset` panics.
+    /// `home` is `obj`'s, of a recycler the caller keeps alive.
     #[inline(always)]
-    pub(crate) fn reset(inner: &'a Inner<T>, obj: Box<T>, home: Home<T>) -> Box<T> {
+    pub(crate) fn reset(obj: Box<T>, home: Home<T>) -> Box<T> {
         let mut this = Self {
-            inner,
             home,
             obj: mem::ManuallyDrop::new(obj),
         };
@@ -268,14 +265,17 @@ impl<'a, T: Recyclable> Resetting<'a, T> {
     }
 }
 
-impl<T: Recyclable> Drop for Resetting<'_, T> {
+impl<T: Recyclable> Drop for Resetting<T> {
     #[cold]
     #[inline(never)]
     fn drop(&mut self) {
-        self.inner.count_release(self.home, 1);
-        // SAFETY: the recycler outlives the guard being released.
+        // SAFETY: the recycler outlives the guard being released (the
+        // contract of `reset`).
         let local = unsafe { self.home.local() };
-        self.inner.count_for(local, |c| &c.dropped, 1);
+        // SAFETY: as above.
+        let inner = unsafe { local.recycler() };
+        inner.count_release(self.home, 1);
+        inner.count_for(Some(local), |c| &c.dropped, 1);
         // SAFETY: dropped once: this guard runs only when `reset` unwinds,
         // and `Resetting::reset` takes the object only when it returns.
         drop(unsafe { mem::ManuallyDrop::take(&mut self.obj) });

@@ -6,7 +6,7 @@
 
 use std::mem;
 
-use crate::cache::Local;
+use crate::cache::{Cache, Local};
 use crate::home::Home;
 use crate::reclaim::bytes_of;
 use crate::recyclable::Recyclable;
@@ -58,7 +58,7 @@ impl<T: Recyclable> Inner<T> {
         unsafe { registry::set_hot(self.hot_key, std::ptr::from_ref(local).cast()) };
         // SAFETY: the calling thread owns `local`; the closure runs no user
         // code.
-        let take = || unsafe { local.with_cache(|c| c.slot.take().or_else(|| c.pop_batch())) };
+        let take = || unsafe { local.with_cache(Cache::pop) };
         let mut obj = take();
         if obj.is_none() && self.refill(local) {
             obj = take();

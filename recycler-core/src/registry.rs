@@ -41,6 +41,7 @@
 //! hooks) have run; `JoinHandle::join` waits for them.
 
 use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
 
 use crate::loom::process::AtomicU64;
 use crate::loom::{Weak, const_thread_local};
@@ -168,16 +169,27 @@ pub(crate) fn current() -> Token {
     TOKEN.try_with(Cell::get).unwrap_or(EXITED)
 }
 
-/// The calling thread's cache of the recycler `key`, if the hot index has it;
-/// null otherwise. A non-null result is a cache the calling thread owns, with
-/// no foreign releases pending.
+/// Where the hot-index entry of the recycler `key` goes; recyclers keep it
+/// with their key, so that the owner path need not compute it.
+pub(crate) const fn hot_slot(key: u64) -> usize {
+    key as usize & (HOT_SLOTS - 1)
+}
+
+/// The calling thread's cache of the recycler `key`, whose entry goes at
+/// `slot` ([`hot_slot`]), if the hot index has it: a cache the calling
+/// thread owns, with no foreign releases pending.
 #[inline(always)]
-pub(crate) fn hot(key: u64) -> *const () {
+pub(crate) fn hot(key: u64, slot: usize) -> Option<NonNull<()>> {
+    debug_assert_eq!(slot, hot_slot(key));
     HOT.try_with(|hot| {
-        let (k, local) = hot[key as usize & (HOT_SLOTS - 1)].get();
-        if k == key { local } else { std::ptr::null() }
+        // SAFETY: `slot` is `hot_slot(key)`, below `HOT_SLOTS`.
+        let (k, local) = unsafe { hot.get_unchecked(slot) }.get();
+        // SAFETY: an entry whose key is a recycler's (never 0) holds the
+        // non-null pointer `set_hot` stored with it.
+        (k == key).then(|| unsafe { NonNull::new_unchecked(local.cast_mut()) })
     })
-    .unwrap_or(std::ptr::null())
+    .ok()
+    .flatten()
 }
 
 /// Records `local` as the calling thread's cache of the recycler `key`.
@@ -189,6 +201,7 @@ pub(crate) fn hot(key: u64) -> *const () {
 /// hook clears every entry before the thread gives its caches up) or it
 /// removes the entry with [`clear_hot`].
 pub(crate) unsafe fn set_hot(key: u64, local: *const ()) {
+    debug_assert!(key != 0 && !local.is_null());
     let _ = HOT.try_with(|hot| hot[key as usize & (HOT_SLOTS - 1)].set((key, local)));
 }
 

@@ -26,14 +26,14 @@ impl<T: Recyclable> Inner<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
-        if home.is_discard() || std::thread::panicking() {
+        if self.is_discard(home) || std::thread::panicking() {
             return self.discard(obj, home);
         }
         // SAFETY: the recycler outlives the guard being released.
-        let owned = unsafe { home.local() }.filter(|l| l.is_owned_by(registry::current()));
+        let owned = Some(unsafe { home.local() }).filter(|l| l.is_owned_by(registry::current()));
         let mut obj = obj;
         if !was_reset && (self.config.reset_on_return || owned.is_some()) {
-            obj = Resetting::reset(self, obj, home);
+            obj = Resetting::reset(obj, home);
         }
         if let Some(acct) = &self.idle {
             let mine = self.local_for_current();
@@ -66,11 +66,11 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: the caller owns `local`; the closure runs no user code.
         let full = unsafe {
             local.with_cache(|c| {
-                if c.len() < max {
-                    // The object released last takes the slot; the one it
-                    // held goes behind.
-                    let older = c.slot.replace(obj);
-                    c.batch.extend(older);
+                if c.slot.is_none() {
+                    c.slot = Some(obj);
+                    None
+                } else if c.len() < max {
+                    c.batch.push_back(obj);
                     None
                 } else {
                     Some(obj)
@@ -91,8 +91,7 @@ impl<T: Recyclable> Inner<T> {
         // depot moves boxes under its lock).
         let rejected = unsafe {
             local.with_cache(|c| {
-                let older = c.slot.replace(obj);
-                c.batch.extend(older);
+                c.batch.push_back(obj);
                 let n = batch_size.min(c.batch.len());
                 let rejected = self.depot.put_front(&mut c.batch, n);
                 c.low_water = c.low_water.min(c.batch.len());
@@ -110,7 +109,7 @@ impl<T: Recyclable> Inner<T> {
         self.count_release(home, 1);
         // SAFETY: the recycler outlives the guard that is being released.
         let local = unsafe { home.local() };
-        self.count_for(local, |c| &c.dropped, 1);
+        self.count_for(Some(local), |c| &c.dropped, 1);
         drop(obj);
     }
 }

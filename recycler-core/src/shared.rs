@@ -8,7 +8,7 @@
 //! idle objects ([`crate::reclaim`]).
 
 use crate::builder::{Config, Factory, SharedIdle};
-use crate::cache::Local;
+use crate::cache::{ACCOUNTED, Local};
 use crate::depot::Depot;
 use crate::home::Home;
 use crate::idle::{DeltaCell, IdleAccount};
@@ -33,6 +33,9 @@ pub(crate) struct Inner<T> {
     /// The key of this recycler's entries in the hot index: `id`, or `id`
     /// marked with [`ACCOUNTED_KEY`] under an idle-memory cap.
     pub(crate) hot_key: u64,
+    /// Where the entry goes (`registry::hot_slot` of `id`, which the
+    /// marked key shares).
+    pub(crate) hot_slot: usize,
     /// The idle-memory account, under a cap.
     pub(crate) idle: Option<Arc<IdleAccount>>,
     /// This recycler's index among the members of its idle account.
@@ -55,6 +58,14 @@ pub(crate) struct Inner<T> {
     /// recycler hands out has a home, through which its guard finds the
     /// recycler.
     pub(crate) orphan: Local<T>,
+    /// The home of the objects to drop when released (`ratio`, pooling
+    /// off): a cache no thread ever owns, which nothing is ever put in.
+    pub(crate) discard: Local<T>,
+    /// What this recycler's caches carry in their owner word besides the
+    /// owner's token: [`ACCOUNTED`] for a recycler with an idle-memory cap
+    /// of its own (a buffer pool's buckets count idle bytes on the pool's
+    /// owner paths instead), so that its releases take the slow path.
+    pub(crate) owner_flag: u64,
 }
 
 impl<T: Recyclable + Send + 'static> Inner<T> {
@@ -64,6 +75,7 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
         config: Config,
         shared_idle: Option<SharedIdle>,
     ) -> Arc<Self> {
+        let shared = shared_idle.is_some();
         let (idle, member) = match (shared_idle, config.max_idle_bytes) {
             (Some((acct, member)), _) => (Some(acct), member),
             (None, Some(cap)) => (Some(Arc::new(IdleAccount::new(cap as u64, 0, None))), 0),
@@ -75,9 +87,15 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
         } else {
             id
         };
+        let owner_flag = if !shared && config.max_idle_bytes.is_some() {
+            ACCOUNTED
+        } else {
+            0
+        };
         Arc::new_cyclic(|this: &Weak<Inner<T>>| Inner {
             id,
             hot_key,
+            hot_slot: registry::hot_slot(id),
             idle,
             member,
             caches: SlotList::new(),
@@ -92,6 +110,8 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
                 config.batch_size,
                 this.as_ptr(),
             ),
+            discard: Local::new(0, 1, this.as_ptr()),
+            owner_flag,
         })
     }
 }
@@ -142,16 +162,20 @@ impl<T> Inner<T> {
     }
 
     /// The home of an object handed out to the owner of `local` (or, with
-    /// `None`, to a thread that owns no cache), marked if this recycler
-    /// counts idle bytes.
+    /// `None`, to a thread that owns no cache), or of one to drop on
+    /// release.
     #[inline]
     pub(crate) fn home(&self, local: Option<&Local<T>>, discard: bool) -> Home<T> {
-        let home = Home::new(Some(local.unwrap_or(&self.orphan)), discard);
-        if self.idle.is_some() {
-            home.accounted()
-        } else {
-            home
+        if discard {
+            return Home::new(&self.discard);
         }
+        Home::new(local.unwrap_or(&self.orphan))
+    }
+
+    /// Whether the object of `home` is to be dropped on release.
+    #[inline]
+    pub(crate) fn is_discard(&self, home: Home<T>) -> bool {
+        std::ptr::eq(home.local_ptr().as_ptr(), &self.discard)
     }
 
     /// Adds to `local`'s counters if the calling thread owns it, else to the
@@ -174,11 +198,10 @@ impl<T> Inner<T> {
     pub(crate) fn count_release(&self, home: Home<T>, n: u64) {
         // SAFETY: the recycler outlives the guard that is being released.
         let local = unsafe { home.local() };
-        match local {
-            Some(l) if l.is_owned_by(registry::current()) => {
-                Counters::add_owned(&l.counters.released_local, n);
-            }
-            _ => Counters::add_shared(&self.shared.released_remote, n),
+        if local.is_owned_by(registry::current()) {
+            Counters::add_owned(&local.counters.released_local, n);
+        } else {
+            Counters::add_shared(&self.shared.released_remote, n);
         }
     }
 
@@ -186,7 +209,7 @@ impl<T> Inner<T> {
     pub(crate) fn count_detached(&self, home: Home<T>) {
         // SAFETY: the recycler outlives the guard being detached.
         let local = unsafe { home.local() };
-        self.count_for(local, |c| &c.detached, 1);
+        self.count_for(Some(local), |c| &c.detached, 1);
     }
 }
 

@@ -40,13 +40,22 @@ fn lifo_order_on_the_owner_thread() {
     let guards: Vec<_> = (0..4).map(|_| pool.get()).collect();
     let serials: Vec<u64> = guards.iter().map(|g| g.serial).collect();
     drop(guards); // released in order 0, 1, 2, 3
-    let again: Vec<u64> = (0..4).map(|_| pool.get().serial).collect();
-    // Each get pops the most recently released object, which the previous
-    // guard (dropped at the end of its statement) has just put back.
-    assert!(
-        again.iter().all(|s| *s == serials[3]),
+    // The first release fills the hot slot; the others stack on the batch.
+    // A get takes the slot first, then the object released last.
+    let held: Vec<_> = (0..4).map(|_| pool.get()).collect();
+    let again: Vec<u64> = held.iter().map(|g| g.serial).collect();
+    assert_eq!(
+        again,
+        [serials[0], serials[3], serials[2], serials[1]],
         "{again:?} vs {serials:?}"
     );
+    drop(held);
+    // One object at a time: always the same one, through the slot.
+    let first = pool.get().serial;
+    for _ in 0..3 {
+        assert_eq!(pool.get().serial, first);
+    }
+    assert_eq!(counts.made(), 4, "nothing made after the first four");
 }
 
 #[test]

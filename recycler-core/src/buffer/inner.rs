@@ -15,6 +15,7 @@ use super::index::PoolLocal;
 use super::limit::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
 use crate::builder::Config;
+use crate::cache::Local;
 use crate::idle::{Evict, IdleAccount};
 use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
@@ -38,6 +39,10 @@ pub(crate) struct PoolInner {
     pub(crate) exit_hook: Weak<dyn ExitFlush>,
     pub(crate) oversize_acquires: StatCounter,
     pub(crate) oversize_releases: StatCounter,
+    /// The home of buffers above `max_capacity`: a placeholder, never owned,
+    /// that their release never looks at (their origin sends them to be
+    /// freed).
+    pub(crate) oversize_home: Local<Buf>,
 }
 
 /// One bucket: a recycler of buffers of one capacity.
@@ -91,6 +96,7 @@ impl PoolInner {
             exit_hook: this.clone(),
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
+            oversize_home: Local::new(0, 1, std::ptr::null()),
         }
     }
 

@@ -40,7 +40,7 @@ impl PoolInner {
             let cell = unsafe { &*aux.cast::<DeltaCell>() };
             acct.sub(cell, buf.capacity() as u64);
         }
-        Some((buf, Home::new(Some(local), false)))
+        Some((buf, Home::new(local)))
     }
 
     /// Returns a buffer. The owner path: the buffer kept its capacity (its
@@ -52,9 +52,8 @@ impl PoolInner {
         let mut buf = buf;
         let idx = origin as usize;
         if idx < self.buckets.len() && !self.under_pressure() {
-            // SAFETY: a buffer of a bucket (not oversize) has a home, and the
-            // guard that held it borrowed (or held an `Arc` of) the pool,
-            // which owns the cache.
+            // SAFETY: the guard that held the buffer borrowed (or held an
+            // `Arc` of) the pool, which owns the cache.
             if let Some(local) = unsafe { home.owned() } {
                 match self.push_fast(idx, local, buf) {
                     Ok(()) => return,
@@ -76,14 +75,14 @@ impl PoolInner {
     /// thread. Touches neither the bucket nor the buffer.
     #[inline(always)]
     fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
-        let (max, count) = (self.config.max_idle_per_thread, self.config.statistics);
+        let count = self.config.statistics;
         match &self.idle {
             // SAFETY: the caller checked that the calling thread owns
-            // `local`, a cache of bucket `idx`, whose recycler has
-            // `max_idle_per_thread` (at least 1: with 0, every buffer is
-            // marked for dropping and fails the ownership compare) as its
-            // capacity; the check runs no code that touches the cache.
-            None => unsafe { Inner::push_local(local, buf, max, count, |_| true) },
+            // `local`, a cache of bucket `idx` (whose capacity is at least 1:
+            // with 0, every buffer is homed at the discard cache and fails
+            // the ownership compare); the check runs no code that touches
+            // the cache.
+            None => unsafe { Inner::push_local(local, buf, count, |_| true) },
             Some(acct) => {
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;
                 let admit = |aux: *const ()| {
@@ -97,7 +96,7 @@ impl PoolInner {
                     }
                 };
                 // SAFETY: as above; `admit` touches only the account.
-                unsafe { Inner::push_local(local, buf, max, count, admit) }
+                unsafe { Inner::push_local(local, buf, count, admit) }
             }
         }
     }

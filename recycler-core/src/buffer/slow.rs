@@ -48,17 +48,10 @@ impl PoolInner {
         let Some(bucket) = self.buckets.get(idx) else {
             let buf = self.allocate(capacity)?;
             Counters::add_shared(&self.oversize_acquires, 1);
-            return Ok((buf, Home::new(None, false), OVERSIZE));
+            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
         };
         let inner = bucket.recycler.inner();
-        let pl = self.bind();
-        if let (Some(pl), Some(local)) = (pl, inner.local_for_current()) {
-            // The cache counts in the thread's delta from now on, so that
-            // the slow paths below (and the owner paths later) agree.
-            // SAFETY: `bind` made the calling thread the owner of `pl`, and
-            // `local_for_current` returns a cache it owns.
-            unsafe { crate::shared::Inner::set_aux(local, self.delta_ptr(pl)) };
-        }
+        let pl = self.count_in_thread_delta(idx);
         let got = match inner.take_pooled() {
             Some((mut buf, home)) => {
                 Buf::reset(&mut buf);
@@ -104,11 +97,12 @@ impl PoolInner {
             return;
         };
         let inner = bucket.recycler.inner();
-        if home.is_discard() || self.under_pressure() {
+        if inner.is_discard(home) || self.under_pressure() {
             inner.discard(buf, home);
             return;
         }
         let dest = if buf.capacity() == bucket.capacity {
+            self.count_in_thread_delta((origin & !GROWN) as usize);
             inner.release_slow(buf, home, true);
             (origin & !GROWN) as usize
         } else {
@@ -119,6 +113,7 @@ impl PoolInner {
                 drop(buf);
                 return;
             };
+            self.count_in_thread_delta(dest);
             let inner = self.buckets[dest].recycler.inner();
             let (buf, home) = inner.adopt(buf);
             inner.release_slow(buf, home, true);
@@ -146,6 +141,22 @@ impl PoolInner {
             // SAFETY: `b` is a bucket.
             unsafe { bound.unset(b) };
         }
+    }
+
+    /// Binds the calling thread's index and makes its cache of bucket `b`
+    /// count idle bytes in the thread's one delta cell of the pool's account
+    /// (its `aux` word), so that the bucket's slow paths, which count there,
+    /// add to the same delta as the owner paths: one delta per thread, as
+    /// the overshoot bound of the idle cap assumes. Returns the index, if
+    /// the thread is not exiting.
+    fn count_in_thread_delta(&self, b: usize) -> Option<&super::index::PoolLocal> {
+        let pl = self.bind()?;
+        if let Some(local) = self.buckets[b].recycler.inner().local_for_current() {
+            // SAFETY: `bind` made the calling thread the owner of `pl`, and
+            // `local_for_current` returns a cache it owns.
+            unsafe { crate::shared::Inner::set_aux(local, self.delta_ptr(pl)) };
+        }
+        Some(pl)
     }
 
     /// The thread's delta cell, as a cache's `aux` word; null without a cap.
