@@ -144,7 +144,7 @@ impl<T: Recyclable> Inner<T> {
         if pending {
             // The next `get` on this thread must take the slow path, which
             // sends them.
-            registry::clear_hot(self.hot_key);
+            registry::mark_pending(self.hot_key);
         }
         if let Some(full) = full {
             self.send_home(full.home, full.objs, Some(mine));

@@ -171,15 +171,18 @@ impl<T: Recyclable> Inner<T> {
         unsafe { local.with_cache(|c| c.aux = aux) };
     }
 
-    /// The calling thread's cache, if the thread's hot index has it: then
-    /// the thread owns it.
+    /// The calling thread's cache, if the thread's hot index has it (under
+    /// the key, or under the key marked for pending releases): then the
+    /// thread owns it.
     #[inline(always)]
     fn hot_local(&self) -> Option<&Local<T>> {
-        let local = registry::hot(self.hot_key, self.hot_slot)?.cast::<Local<T>>();
-        // SAFETY: a hot-index entry for this recycler's key points to a cache
-        // of this recycler (alive: `&self`) that the calling thread owns (the
-        // contract of `registry::set_hot`).
-        Some(unsafe { local.as_ref() })
+        let local = registry::hot(self.hot_key, self.hot_slot).or_else(|| {
+            registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot)
+        })?;
+        // SAFETY: a hot-index entry for this recycler's key (marked or not)
+        // points to a cache of this recycler (alive: `&self`) that the
+        // calling thread owns (the contract of `registry::set_hot`).
+        Some(unsafe { local.cast::<Local<T>>().as_ref() })
     }
 
     /// The calling thread's cache, claimed for it if need be; `None` while
@@ -228,13 +231,13 @@ impl<T: Recyclable> Inner<T> {
                 local
             }
         };
+        // SAFETY: the calling thread owns `local`, a cache of this recycler,
+        // until it exits (whose hook clears the index first).
+        unsafe { registry::set_hot(self.hot_key, ptr::from_ref(local).cast()) };
         // SAFETY: the calling thread owns `local`; the closure runs no user
         // code.
-        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
-            // SAFETY: the calling thread owns `local`, a cache of this
-            // recycler, until it exits (whose hook clears the index first);
-            // the entry goes when releases are pending (`release_foreign`).
-            unsafe { registry::set_hot(self.hot_key, ptr::from_ref(local).cast()) };
+        if unsafe { !local.with_cache(|c| c.pending.is_empty()) } {
+            registry::mark_pending(self.hot_key);
         }
         Some(local)
     }

@@ -198,20 +198,28 @@ pub(crate) fn hot(key: u64, slot: usize) -> Option<NonNull<()>> {
 ///
 /// The calling thread owns `local`, a cache of the recycler `key` that lives
 /// as long as that recycler, and keeps owning it until it exits (the exit
-/// hook clears every entry before the thread gives its caches up) or it
-/// removes the entry with [`clear_hot`].
+/// hook clears every entry before the thread gives its caches up). With
+/// `key` plain (not marked [`PENDING_KEY`]), `local` has no releases
+/// pending.
 pub(crate) unsafe fn set_hot(key: u64, local: *const ()) {
     debug_assert!(key != 0 && !local.is_null());
     let _ = HOT.try_with(|hot| hot[key as usize & (HOT_SLOTS - 1)].set((key, local)));
 }
 
-/// Removes the calling thread's hot-index entry for the recycler `key`, if
-/// it has one.
-pub(crate) fn clear_hot(key: u64) {
+/// Marks a hot-index key whose cache has foreign releases pending: `get`,
+/// which looks up the plain key, misses it and takes the slow path, which
+/// sends them; the other paths find the cache under the marked key. Recycler
+/// keys never reach this bit (nor the one above, which marks an idle cap).
+pub(crate) const PENDING_KEY: u64 = 1 << 62;
+
+/// Marks the calling thread's hot-index entry for the recycler `key` as
+/// having releases pending ([`PENDING_KEY`]), if it has one.
+pub(crate) fn mark_pending(key: u64) {
     let _ = HOT.try_with(|hot| {
-        let entry = &hot[key as usize & (HOT_SLOTS - 1)];
-        if entry.get().0 == key {
-            entry.set(EMPTY);
+        let entry = &hot[hot_slot(key)];
+        let (k, local) = entry.get();
+        if k == key {
+            entry.set((key | PENDING_KEY, local));
         }
     });
 }

@@ -25,6 +25,8 @@ use crate::stats::{Counters, RecyclerStats, Tally};
 /// caches. Recycler ids never reach this bit.
 const ACCOUNTED_KEY: u64 = 1 << 63;
 
+static_assertions::const_assert!(ACCOUNTED_KEY != registry::PENDING_KEY);
+
 /// The state shared by all threads of one recycler.
 pub(crate) struct Inner<T> {
     /// Unique for the life of the process; keys the threads' hot indexes
