@@ -10,7 +10,7 @@ use recycler_benches::{Dispatch, bench_group};
 use recycler_core::buffer::BufferPool;
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn w3(c: &mut Criterion) {
     let mut group = c.benchmark_group(bench_group("w3_fill"));

@@ -15,7 +15,7 @@ use recycler_benches::buffers::{Touch, W4_ALL_SIZES, W4_FEW_SIZES, w4_mix, w4_po
 use recycler_benches::{Dispatch, bench_group};
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 const MIB: usize = 1 << 20;
 

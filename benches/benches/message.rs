@@ -19,7 +19,7 @@ use recycler_benches::{
 use recycler_core::buffer::BufferPool;
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
 

@@ -9,7 +9,7 @@ use recycler_benches::{
 };
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 const WORKERS: usize = 2;
 

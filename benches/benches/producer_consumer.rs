@@ -15,7 +15,7 @@ use recycler_benches::{
 };
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn bench<S: Source<Object = Msg>>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,

@@ -6,7 +6,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use recycler_benches::{Boxed, Dispatch, Msg, Take, bench_group, recyclers, w8_scaling};
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn bench<S: Take<Object = Msg> + Sync>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,

@@ -13,7 +13,7 @@ use recycler_benches::buffers::{
 use recycler_benches::{Dispatch, bench_group};
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn w5(c: &mut Criterion) {
     let mut group = c.benchmark_group(bench_group("w5_alloc_1k"));

@@ -6,7 +6,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use recycler_benches::{Dispatch, bench_group, w7_teardown, w7_teardown_boxes};
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn w7(c: &mut Criterion) {
     let mut group = c.benchmark_group(bench_group("w7_teardown"));

@@ -37,7 +37,7 @@ use report::Outcome;
 use workloads::{WORKLOADS, Workload};
 
 #[global_allocator]
-static GLOBAL: Dispatch = Dispatch;
+static GLOBAL: Dispatch = Dispatch::new();
 
 const USAGE: &str = "\
 usage: compare [--quick] [--workload W1,W2,...] [--alloc A,B,...] [--json PATH] [--plot PATH]
