@@ -4,7 +4,7 @@
 //! Every benchmark binary of this package runs under [`Dispatch`] as its
 //! global allocator, which calls the system allocator, jemalloc or mimalloc
 //! as the environment variable `RECYCLER_BENCHES_ALLOC` says (jemalloc when
-//! it is unset); see [`global`](crate::Dispatch) for how and what it costs.
+//! it is unset); see [`global`] for how, why, and what it costs.
 //! `compare` runs the workloads that depend on the allocator once per
 //! allocator, each in its own process.
 //!
@@ -21,7 +21,7 @@ mod alloc;
 pub mod buffers;
 mod encoding;
 mod floors;
-mod global;
+pub mod global;
 mod message;
 mod payload;
 mod peers;

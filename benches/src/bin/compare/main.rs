@@ -47,7 +47,8 @@ W1, W2 and W9 run once per global allocator, each in its own process, and
 their tables have a column per allocator; ratios compare contenders of the
 same process.
 
-  --quick          fewer, shorter samples (a rough look in a few seconds)
+  --quick          fewer, shorter samples, W7 up to 1 Mi objects only
+                   (a rough look in a few seconds)
   --workload LIST  only these workloads, comma-separated (W1 to W9)
   --alloc LIST     the global allocators to run W1, W2 and W9 under,
                    comma-separated: jemalloc, system, mimalloc, or all
@@ -220,13 +221,15 @@ fn machine() -> String {
 fn budget(quick: bool) -> Budget {
     if quick {
         Budget {
-            sample: Duration::from_millis(10),
+            sample: Duration::from_millis(4),
             samples: 5,
+            quick: true,
         }
     } else {
         Budget {
             sample: Duration::from_millis(25),
             samples: 11,
+            quick: false,
         }
     }
 }
@@ -292,13 +295,10 @@ fn run(args: &Args) -> Result<(), String> {
         .filter(|a| **a != own)
         .map(|a| a.name())
         .collect();
+    let also: Vec<&str> = args.allocs.iter().map(|a| a.name()).collect();
     println!(
         "global allocator: {own} ({ENV}); W1, W2 and W9 run under {}{}\n",
-        args.allocs
-            .iter()
-            .map(|a| a.name())
-            .collect::<Vec<_>>()
-            .join(", "),
+        also.join(", "),
         if others.is_empty() {
             String::new()
         } else {

@@ -28,6 +28,8 @@ pub(crate) struct Budget {
     pub(crate) sample: Duration,
     /// Samples per contender.
     pub(crate) samples: usize,
+    /// The short run of `--quick` (W7 then stops at a smaller size).
+    pub(crate) quick: bool,
 }
 
 /// The nanoseconds per operation of each sample, and their median.
@@ -235,6 +237,7 @@ mod tests {
         let budget = Budget {
             sample: Duration::from_micros(100),
             samples: 3,
+            quick: true,
         };
         let mut calls = 0;
         let m = measure(&mut contenders, budget, |_| calls += 1);

@@ -145,11 +145,8 @@ pub(crate) fn table(o: &Outcome) -> String {
                 None => String::new(),
             }
         };
-        let _ = writeln!(
-            out,
-            "    {:<width$}  {:>9.2}   {}",
-            m.name, value, comparison
-        );
+        let line = format!("    {:<width$}  {:>9.2}   {}", m.name, value, comparison);
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     for note in &o.notes {
         let _ = writeln!(out, "    {note}");
