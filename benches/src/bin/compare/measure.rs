@@ -265,24 +265,26 @@ mod tests {
             quick: true,
         };
         let mut steps = 0;
-        let mut step = |_: &str| steps += 1;
-        let mut bench = Bench::counting(budget, GlobalAllocator::System, true, &mut step);
-        assert!(bench.is_counting());
-        let m = bench.measure("x", &mut contenders);
-        let by_hand = bench.samples("x", "c", 4, || 1.0);
-        assert_eq!(bench.counted(), 2 * 3 + 4);
+        {
+            let mut step = |_: &str| steps += 1;
+            let mut bench = Bench::counting(budget, GlobalAllocator::System, true, &mut step);
+            assert!(bench.is_counting());
+            let m = bench.measure("x", &mut contenders);
+            let by_hand = bench.samples("x", "c", 4, || 1.0);
+            assert_eq!(bench.counted(), 2 * 3 + 4);
+            assert!(m.iter().all(|m| m.median_ns.is_nan()) && by_hand.median_ns.is_nan());
+        }
         assert_eq!(ran.get(), 0);
-        assert!(m.iter().all(|m| m.median_ns.is_nan()) && by_hand.median_ns.is_nan());
-        drop(bench);
         assert_eq!(steps, 0);
 
         let mut steps = Vec::new();
-        let mut step = |what: &str| steps.push(what.to_string());
-        let mut bench = Bench::new(budget, GlobalAllocator::System, true, &mut step);
-        let m = bench.measure("x", &mut contenders);
-        assert_eq!(bench.counted(), 0);
-        assert_eq!(m[1].median_ns, 1.0);
-        drop(bench);
+        {
+            let mut step = |what: &str| steps.push(what.to_string());
+            let mut bench = Bench::new(budget, GlobalAllocator::System, true, &mut step);
+            let m = bench.measure("x", &mut contenders);
+            assert_eq!(bench.counted(), 0);
+            assert_eq!(m[1].median_ns, 1.0);
+        }
         assert_eq!(steps.len(), 6);
         assert_eq!(steps[0], "x [system] a");
     }
