@@ -1,18 +1,19 @@
 //! W3: acquire a buffer, write every byte, release it; 4 KiB and 64 KiB;
 //! the pool against `Vec::with_capacity` + fill and `vec![0; n]` + fill,
-//! all under jemalloc. Targets: at least 2x faster than `vec!` at 64 KiB,
+//! under the global allocator `RECYCLER_BENCHES_ALLOC` names (jemalloc by
+//! default). Targets: at least 2x faster than `vec!` at 64 KiB,
 //! and never slower than `Vec::with_capacity`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use recycler_benches::Jemalloc;
 use recycler_benches::buffers::{w3_fill_pool, w3_fill_vec_with_capacity, w3_fill_vec_zeroed};
+use recycler_benches::{Dispatch, bench_group};
 use recycler_core::buffer::BufferPool;
 
 #[global_allocator]
-static GLOBAL: Jemalloc = Jemalloc;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn w3(c: &mut Criterion) {
-    let mut group = c.benchmark_group("w3_fill");
+    let mut group = c.benchmark_group(bench_group("w3_fill"));
     let pool = BufferPool::new();
     for size in [4096usize, 65536] {
         group.throughput(Throughput::Bytes(size as u64));

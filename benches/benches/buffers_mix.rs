@@ -11,16 +11,16 @@
 //! the cap; statistics on and off at most 3 % apart.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use recycler_benches::Jemalloc;
 use recycler_benches::buffers::{Touch, W4_ALL_SIZES, W4_FEW_SIZES, w4_mix, w4_pool};
+use recycler_benches::{Dispatch, bench_group};
 
 #[global_allocator]
-static GLOBAL: Jemalloc = Jemalloc;
+static GLOBAL: Dispatch = Dispatch::new();
 
 const MIB: usize = 1 << 20;
 
 fn group(c: &mut Criterion, name: &str, how: Touch) {
-    let mut group = c.benchmark_group(name);
+    let mut group = c.benchmark_group(bench_group(name));
     group.throughput(Throughput::Elements(1));
     let contenders = [
         ("unbounded", None, true),

@@ -1,18 +1,19 @@
 //! W6: objects got on one thread are released on a random one of two worker
-//! threads. The per-thread recycler against `sharded-slab` (whose slots
-//! belong to no thread) and `Box` under jemalloc. Striped mode, which the
-//! design describes for this case, does not exist yet.
+//! threads. The recycler (each configuration of `recyclers()`) against
+//! `sharded-slab` (whose slots belong to no thread) and `Box` under the
+//! process's global allocator (`RECYCLER_BENCHES_ALLOC`).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use recycler_benches::{BoxJemalloc, Jemalloc, Msg, ShardedSlab, Source, w6_migrating};
-use recycler_core::Recycler;
+use recycler_benches::{
+    Boxed, Dispatch, Msg, ShardedSlab, Source, bench_group, recyclers, w6_migrating,
+};
 
 #[global_allocator]
-static GLOBAL: Jemalloc = Jemalloc;
+static GLOBAL: Dispatch = Dispatch::new();
 
 const WORKERS: usize = 2;
 
-fn bench<S: Source>(
+fn bench<S: Source<Object = Msg>>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     source: &S,
@@ -23,11 +24,13 @@ fn bench<S: Source>(
 }
 
 fn w6(c: &mut Criterion) {
-    let mut group = c.benchmark_group("w6_migrating");
+    let mut group = c.benchmark_group(bench_group("w6_migrating"));
     group.throughput(Throughput::Elements(1));
-    bench(&mut group, "recycler", &Recycler::<Msg>::new());
-    bench(&mut group, "sharded_slab", &ShardedSlab::default());
-    bench(&mut group, "box_jemalloc", &BoxJemalloc);
+    for (name, recycler) in &recyclers::<Msg>() {
+        bench(&mut group, name, recycler);
+    }
+    bench(&mut group, "sharded_slab", &ShardedSlab::<Msg>::default());
+    bench(&mut group, "box", &Boxed::<Msg>::new());
     group.finish();
 }
 

@@ -1,19 +1,23 @@
 //! W2: one thread gets, another reads and releases, through a bounded queue
-//! (Netty's `producerConsumer`); against `Box` under three allocators and
+//! (Netty's `producerConsumer`); the recycler (each configuration of
+//! `recyclers()`) against `Box` under the process's global allocator and
 //! the peer pools that can release on another thread. Time per object;
 //! throughput in objects per second.
+//!
+//! The recycler's own allocations (batch vectors, channel blocks) go to the
+//! global allocator: run this suite under each with
+//! `RECYCLER_BENCHES_ALLOC=system|jemalloc|mimalloc`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use recycler_benches::{
-    BoxJemalloc, BoxMimalloc, BoxSystem, Jemalloc, LockfreeLinear, LockfreeSpinLock, Msg, OPool,
-    ObjectPool, Poolshark, ShardedSlab, Source, w2_producer_consumer,
+    Boxed, Dispatch, LockfreeLinear, LockfreeSpinLock, Msg, OPool, ObjectPool, Poolshark,
+    ShardedSlab, Source, bench_group, recyclers, w2_producer_consumer,
 };
-use recycler_core::Recycler;
 
 #[global_allocator]
-static GLOBAL: Jemalloc = Jemalloc;
+static GLOBAL: Dispatch = Dispatch::new();
 
-fn bench<S: Source>(
+fn bench<S: Source<Object = Msg>>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     source: &S,
@@ -24,21 +28,25 @@ fn bench<S: Source>(
 }
 
 fn w2(c: &mut Criterion) {
-    let mut group = c.benchmark_group("w2_producer_consumer");
+    let mut group = c.benchmark_group(bench_group("w2_producer_consumer"));
     group.throughput(Throughput::Elements(1));
-    bench(&mut group, "recycler", &Recycler::<Msg>::new());
-    bench(&mut group, "box_jemalloc", &BoxJemalloc);
-    bench(&mut group, "box_mimalloc", &BoxMimalloc);
-    bench(&mut group, "box_system", &BoxSystem);
-    bench(&mut group, "sharded_slab", &ShardedSlab::default());
-    bench(&mut group, "object_pool", &ObjectPool::default());
-    bench(&mut group, "lockfree_linear", &LockfreeLinear::default());
+    for (name, recycler) in &recyclers::<Msg>() {
+        bench(&mut group, name, recycler);
+    }
+    bench(&mut group, "box", &Boxed::<Msg>::new());
+    bench(&mut group, "sharded_slab", &ShardedSlab::<Msg>::default());
+    bench(&mut group, "object_pool", &ObjectPool::<Msg>::default());
+    bench(
+        &mut group,
+        "lockfree_linear",
+        &LockfreeLinear::<Msg>::default(),
+    );
     bench(
         &mut group,
         "lockfree_spinlock",
-        &LockfreeSpinLock::default(),
+        &LockfreeSpinLock::<Msg>::default(),
     );
-    bench(&mut group, "opool", &OPool::default());
+    bench(&mut group, "opool", &OPool::<Msg>::default());
     bench(&mut group, "poolshark", &Poolshark::default());
     group.finish();
 }

@@ -3,13 +3,12 @@
 //! the work of one.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use recycler_benches::{BoxJemalloc, Jemalloc, Msg, Take, w8_scaling};
-use recycler_core::Recycler;
+use recycler_benches::{Boxed, Dispatch, Msg, Take, bench_group, recyclers, w8_scaling};
 
 #[global_allocator]
-static GLOBAL: Jemalloc = Jemalloc;
+static GLOBAL: Dispatch = Dispatch::new();
 
-fn bench<S: Take + Sync>(
+fn bench<S: Take<Object = Msg> + Sync>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     source: &S,
@@ -23,9 +22,11 @@ fn bench<S: Take + Sync>(
 }
 
 fn w8(c: &mut Criterion) {
-    let mut group = c.benchmark_group("w8_scaling");
-    bench(&mut group, "recycler", &Recycler::<Msg>::new());
-    bench(&mut group, "box_jemalloc", &BoxJemalloc);
+    let mut group = c.benchmark_group(bench_group("w8_scaling"));
+    for (name, recycler) in &recyclers::<Msg>() {
+        bench(&mut group, name, recycler);
+    }
+    bench(&mut group, "box", &Boxed::<Msg>::new());
     group.finish();
 }
 

@@ -7,16 +7,16 @@
 
 use bumpalo::Bump;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use recycler_benches::Jemalloc;
 use recycler_benches::buffers::{
     w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope, w5_vec,
 };
+use recycler_benches::{Dispatch, bench_group};
 
 #[global_allocator]
-static GLOBAL: Jemalloc = Jemalloc;
+static GLOBAL: Dispatch = Dispatch::new();
 
 fn w5(c: &mut Criterion) {
-    let mut group = c.benchmark_group("w5_alloc_1k");
+    let mut group = c.benchmark_group(bench_group("w5_alloc_1k"));
     let pool = w5_pool();
     let exhausted = w5_exhausted_pool();
     let mut bump = Bump::new();

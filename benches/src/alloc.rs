@@ -1,5 +1,7 @@
-//! `Box::new` + drop under each allocator, in one binary: jemalloc as the
-//! global allocator, the system allocator and mimalloc called directly.
+//! A `Box` whose memory comes from an allocator called directly, not
+//! through the global allocator: what `examples/alloc_dispatch.rs` compares
+//! `Box` under [`Dispatch`](crate::Dispatch) with, to count what the
+//! dispatch costs.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::fmt;
@@ -24,6 +26,14 @@ impl DirectAlloc for System {
     }
 }
 
+impl DirectAlloc for Jemalloc {
+    #[inline]
+    fn get() -> &'static Self {
+        static JE: Jemalloc = Jemalloc;
+        &JE
+    }
+}
+
 impl DirectAlloc for MiMalloc {
     #[inline]
     fn get() -> &'static Self {
@@ -44,6 +54,9 @@ pub type SysBox<T> = AllocBox<T, System>;
 
 /// A `Box` from mimalloc.
 pub type MiBox<T> = AllocBox<T, MiMalloc>;
+
+/// A `Box` from jemalloc.
+pub type JeBox<T> = AllocBox<T, Jemalloc>;
 
 impl<T, A: DirectAlloc> AllocBox<T, A> {
     /// Allocates with `A` and moves `value` in.

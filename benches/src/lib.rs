@@ -1,23 +1,44 @@
 //! Workloads shared by the criterion suites in `benches/` and by the
 //! `compare` binary, so that both measure exactly the same code.
 //!
-//! Every benchmark binary of this package runs under `tikv-jemallocator` as
-//! its global allocator (see [`Jemalloc`]); the system allocator and
-//! mimalloc are measured through [`AllocBox`], which calls them directly, so
-//! all three allocators appear in one binary and one run.
+//! Every benchmark binary of this package runs under [`Dispatch`] as its
+//! global allocator, which calls the system allocator, jemalloc or mimalloc
+//! as the environment variable `RECYCLER_BENCHES_ALLOC` says (jemalloc when
+//! it is unset); see [`global`] for how, why, and what it costs.
+//! `compare` runs the workloads that depend on the allocator once per
+//! allocator, each in its own process.
+//!
+//! The pieces:
+//!
+//! - [`Take`] and [`Source`], the faces every contender shows a workload;
+//!   the recycler ([`recyclers`], [`RecyclerOwned`]), [`Boxed`] and the
+//!   peer pools ([`ShardedSlab`] and the rest) implement them;
+//! - [`Msg`], the 64-byte object of W1, W2 and W6 to W8, and [`Message`],
+//!   the message of W9 with its encoding and its [`Corpus`];
+//! - the workloads: `w1_*` to `w9_*` here, `w3_*` to `w5_*` in [`buffers`].
 
 mod alloc;
 pub mod buffers;
+mod encoding;
+mod floors;
+pub mod global;
+mod message;
 mod payload;
 mod peers;
+mod recyclers;
 mod source;
 mod workloads;
 
-pub use crate::alloc::{AllocBox, DirectAlloc, Jemalloc, MiBox, MiMalloc, SysBox, System};
+pub use crate::alloc::{AllocBox, DirectAlloc, JeBox, Jemalloc, MiBox, MiMalloc, SysBox, System};
+pub use crate::encoding::{Buffers, FreshVec, VecGuard, VecPool};
+pub use crate::floors::{w1_floor, w1_floor_slot};
+pub use crate::global::{Dispatch, ENV, GlobalAllocator, bench_group, check_env};
+pub use crate::message::{Corpus, EncodeBuf, Headers, MAX_PAYLOAD, MIN_PAYLOAD, Message, glance};
 pub use crate::payload::Msg;
 pub use crate::peers::{
-    LockfreeLinear, LockfreeSpinLock, MsgAllocator, OPool, OPoolLocal, ObjectPool, Poolshark,
-    ShardedSlab, SlabGuard,
+    LockfreeLinear, LockfreeSpinLock, OPool, OPoolLocal, ObjectPool, Poolshark, ResetAllocator,
+    ShardedSlab, SlabGuard, SlabKey,
 };
-pub use crate::source::{BoxJemalloc, BoxMimalloc, BoxSystem, Source, Take};
+pub use crate::recyclers::recyclers;
+pub use crate::source::{Boxed, RecyclerOwned, Source, Take};
 pub use crate::workloads::*;

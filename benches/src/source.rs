@@ -1,18 +1,24 @@
 //! The two faces a contender shows the workloads: [`Take`], a pool used on
-//! one thread (W1, W8), and [`Source`], a pool whose objects another thread
-//! releases (W2, W6).
+//! one thread (W1, W8, W9's owner shape), and [`Source`], a pool whose
+//! objects another thread releases (W2, W6, W9's producer/consumer shape).
+//! Both hand out guards that give the object back when dropped.
 
+use std::fmt;
+use std::marker::PhantomData;
 use std::ops::DerefMut;
+use std::sync::Arc;
 
-use recycler_core::{Pooled, Recycler};
+use recycler_core::{OwnedPooled, Pooled, Recyclable, Recycler};
 
-use crate::alloc::{MiBox, SysBox};
 use crate::payload::Msg;
 
 /// Something to get objects from; dropping the guard gives them back.
 pub trait Take {
+    /// What the pool holds.
+    type Object;
+
     /// What the pool hands out.
-    type Guard<'a>: DerefMut<Target = Msg>
+    type Guard<'a>: DerefMut<Target = Self::Object>
     where
         Self: 'a;
 
@@ -23,8 +29,11 @@ pub trait Take {
 /// A [`Take`] shared between threads, whose guards may be released on
 /// another thread.
 pub trait Source: Sync {
+    /// What the pool holds.
+    type Object;
+
     /// What the pool hands out.
-    type Guard<'a>: DerefMut<Target = Msg> + Send
+    type Guard<'a>: DerefMut<Target = Self::Object> + Send
     where
         Self: 'a;
 
@@ -32,11 +41,16 @@ pub trait Source: Sync {
     fn take(&self) -> Self::Guard<'_>;
 }
 
-/// Implements [`Take`] and [`Source`] for a contender whose guard is `Send`.
+/// Implements [`Take`] and [`Source`] for a contender whose guard is `Send`:
+/// `take_and_source!(impl[generics] Type, Object, Guard<'a>, |this| take)`.
 macro_rules! take_and_source {
-    ($ty:ty, $guard:ty, |$this:ident| $take:expr) => {
-        impl Take for $ty {
-            type Guard<'a> = $guard;
+    (impl[$($gen:tt)*] $ty:ty, $object:ty, $guard:ty, |$this:ident| $take:expr) => {
+        impl<$($gen)*> $crate::source::Take for $ty {
+            type Object = $object;
+            type Guard<'a>
+                = $guard
+            where
+                Self: 'a;
 
             #[inline]
             fn take(&self) -> Self::Guard<'_> {
@@ -45,8 +59,12 @@ macro_rules! take_and_source {
             }
         }
 
-        impl Source for $ty {
-            type Guard<'a> = $guard;
+        impl<$($gen)*> $crate::source::Source for $ty {
+            type Object = $object;
+            type Guard<'a>
+                = $guard
+            where
+                Self: 'a;
 
             #[inline]
             fn take(&self) -> Self::Guard<'_> {
@@ -59,22 +77,91 @@ macro_rules! take_and_source {
 
 pub(crate) use take_and_source;
 
-take_and_source!(Recycler<Msg>, Pooled<'a, Msg>, |pool| pool.get());
+take_and_source!(
+    impl[T: Recyclable + Send + Sync + 'static] Recycler<T>,
+    T,
+    Pooled<'a, T>,
+    |pool| pool.get()
+);
 
-/// `Box::new` + drop under the global allocator (jemalloc in this package).
-#[derive(Debug, Default)]
-pub struct BoxJemalloc;
+/// A recycler used through [`Recycler::get_owned`]: guards that hold an
+/// `Arc` of the recycler instead of borrowing it.
+pub struct RecyclerOwned<T: Recyclable>(pub Arc<Recycler<T>>);
 
-take_and_source!(BoxJemalloc, Box<Msg>, |_this| Box::new(Msg::default()));
+impl<T: Recyclable + Send + 'static> RecyclerOwned<T> {
+    /// A recycler made with `T::default`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_benches::{Msg, RecyclerOwned, Take};
+    ///
+    /// let pool = RecyclerOwned::<Msg>::new();
+    /// let g = Take::take(&pool);
+    /// assert_eq!(g.words, [0; 8]);
+    /// ```
+    pub fn new() -> Self
+    where
+        T: Default,
+    {
+        Self(Arc::new(Recycler::new()))
+    }
+}
 
-/// `Box::new` + drop under the system allocator.
-#[derive(Debug, Default)]
-pub struct BoxSystem;
+impl<T: Recyclable + Send + Default + 'static> Default for RecyclerOwned<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
-take_and_source!(BoxSystem, SysBox<Msg>, |_this| SysBox::new(Msg::default()));
+impl<T: Recyclable> fmt::Debug for RecyclerOwned<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecyclerOwned").finish_non_exhaustive()
+    }
+}
 
-/// `Box::new` + drop under mimalloc.
-#[derive(Debug, Default)]
-pub struct BoxMimalloc;
+take_and_source!(
+    impl[T: Recyclable + Send + Sync + 'static] RecyclerOwned<T>,
+    T,
+    OwnedPooled<T>,
+    |this| this.0.get_owned()
+);
 
-take_and_source!(BoxMimalloc, MiBox<Msg>, |_this| MiBox::new(Msg::default()));
+/// `Box::new(T::default())` + drop under the process's global allocator:
+/// nothing pooled.
+pub struct Boxed<T = Msg>(PhantomData<fn() -> T>);
+
+impl<T> Boxed<T> {
+    /// The contender.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_benches::{Boxed, Msg, Take};
+    ///
+    /// let g = Take::take(&Boxed::<Msg>::new());
+    /// assert_eq!(g.words, [0; 8]);
+    /// ```
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for Boxed<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for Boxed<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Boxed")
+    }
+}
+
+take_and_source!(
+    impl[T: Default + Send] Boxed<T>,
+    T,
+    Box<T>,
+    |_this| Box::new(T::default())
+);

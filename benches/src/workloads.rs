@@ -1,12 +1,13 @@
 //! The workloads: each takes a contender and an operation count and
 //! returns how long the operations took.
 
-use std::collections::VecDeque;
 use std::hint::black_box;
 use std::ops::DerefMut;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::encoding::Buffers;
+use crate::message::{Corpus, EncodeBuf, Message, glance};
 use crate::payload::Msg;
 use crate::source::{Source, Take};
 
@@ -16,7 +17,7 @@ use crate::source::{Source, Take};
 /// The guards are not passed through `black_box` themselves (only the objects
 /// they point to): moving a multi-word guard through memory that way measures
 /// store-forwarding stalls of the harness, not the pool.
-pub fn w1_get_release<S: Take>(source: &S, held: usize, iters: u64) -> Duration {
+pub fn w1_get_release<S: Take<Object = Msg>>(source: &S, held: usize, iters: u64) -> Duration {
     let start = Instant::now();
     if held <= 1 {
         for i in 0..iters {
@@ -34,43 +35,6 @@ pub fn w1_get_release<S: Take>(source: &S, held: usize, iters: u64) -> Duration 
                 guards.push(g);
             }
             guards.clear();
-        }
-    }
-    start.elapsed()
-}
-
-/// The floor of W1: a bare thread-local `VecDeque` of boxes, popped and
-/// pushed at the back, with the same reset as the recycler's; `iters`
-/// rounds of `held` objects, like [`w1_get_release`].
-pub fn w1_floor(held: usize, iters: u64) -> Duration {
-    thread_local! {
-        static STACK: std::cell::RefCell<VecDeque<Box<Msg>>> =
-            const { std::cell::RefCell::new(VecDeque::new()) };
-    }
-    let take = |i: u64| {
-        let mut g = STACK
-            .with_borrow_mut(VecDeque::pop_back)
-            .unwrap_or_else(|| Box::new(Msg::default()));
-        g.words[0] = i;
-        black_box(&mut *g);
-        g
-    };
-    let give = |mut g: Box<Msg>| {
-        g.words = [0; 8];
-        STACK.with_borrow_mut(|s| s.push_back(g));
-    };
-    let start = Instant::now();
-    if held <= 1 {
-        for i in 0..iters {
-            give(take(i));
-        }
-    } else {
-        let mut guards: Vec<Box<Msg>> = Vec::with_capacity(held);
-        for i in 0..iters {
-            for _ in 0..held {
-                guards.push(take(i));
-            }
-            guards.drain(..).for_each(give);
         }
     }
     start.elapsed()
@@ -101,10 +65,10 @@ impl Backoff {
 /// queue: with a blocking queue, whichever side is faster parks and is woken
 /// through the kernel for nearly every object, and the benchmark measures
 /// futex wake-ups instead of the pool.
-pub fn w2_producer_consumer<S: Source>(source: &S, n: u64) -> Duration {
+pub fn w2_producer_consumer<S: Source<Object = Msg>>(source: &S, n: u64) -> Duration {
     let (tx, rx) = crossbeam_channel::bounded::<S::Guard<'_>>(1024);
     thread::scope(|s| {
-        let consumer = s.spawn(move || consume_polling(&rx));
+        let consumer = s.spawn(move || consume_polling(&rx, read_msg));
         let start = Instant::now();
         for i in 0..n {
             let mut g = source.take();
@@ -120,7 +84,7 @@ pub fn w2_producer_consumer<S: Source>(source: &S, n: u64) -> Duration {
 /// W6: one thread takes objects and hands each to one of `workers` threads,
 /// chosen at random, which reads and releases it: objects migrate between
 /// threads all the time. Returns the elapsed time for `n` objects.
-pub fn w6_migrating<S: Source>(source: &S, workers: usize, n: u64) -> Duration {
+pub fn w6_migrating<S: Source<Object = Msg>>(source: &S, workers: usize, n: u64) -> Duration {
     let workers = workers.max(1);
     let channels: Vec<_> = (0..workers)
         .map(|_| crossbeam_channel::bounded::<S::Guard<'_>>(256))
@@ -130,7 +94,7 @@ pub fn w6_migrating<S: Source>(source: &S, workers: usize, n: u64) -> Duration {
             .iter()
             .map(|(_, rx)| {
                 let rx = rx.clone();
-                s.spawn(move || consume_polling(&rx))
+                s.spawn(move || consume_polling(&rx, read_msg))
             })
             .collect();
         let senders: Vec<_> = channels.iter().map(|(tx, _)| tx.clone()).collect();
@@ -154,17 +118,23 @@ pub fn w6_migrating<S: Source>(source: &S, workers: usize, n: u64) -> Duration {
     })
 }
 
-/// Receives messages until the queue disconnects, polling while it is empty
-/// (see [`w2_producer_consumer`]): reads each message, as a real consumer
-/// would, then releases it.
-fn consume_polling<G: DerefMut<Target = Msg>>(rx: &crossbeam_channel::Receiver<G>) {
+/// W2's and W6's consumer: reads the message, as a real consumer would,
+/// then releases it.
+#[inline]
+fn read_msg<G: DerefMut<Target = Msg>>(g: G) {
+    black_box(g.words[0]);
+    drop(g);
+}
+
+/// Receives items until the queue disconnects, polling while it is empty
+/// (see [`w2_producer_consumer`]), and hands each to `consume`.
+fn consume_polling<T>(rx: &crossbeam_channel::Receiver<T>, mut consume: impl FnMut(T)) {
     let mut backoff = Backoff::default();
     loop {
         match rx.try_recv() {
-            Ok(g) => {
+            Ok(item) => {
                 backoff = Backoff::default();
-                black_box(g.words[0]);
-                drop(g);
+                consume(item);
             }
             Err(crossbeam_channel::TryRecvError::Empty) => backoff.wait(),
             Err(crossbeam_channel::TryRecvError::Disconnected) => return,
@@ -186,6 +156,78 @@ fn send_polling<T>(tx: &crossbeam_channel::Sender<T>, item: T) {
             Err(crossbeam_channel::TrySendError::Disconnected(_)) => return,
         }
     }
+}
+
+/// W9, owner shape: build message `i` of `corpus` in an object from
+/// `messages`, encode it into a buffer from `buffers`, glance at the
+/// encoding, release both; `iters` messages on one thread.
+///
+/// # Examples
+///
+/// ```
+/// use recycler_benches::{Boxed, Corpus, FreshVec, Message, w9_owner};
+///
+/// let took = w9_owner(&Boxed::<Message>::new(), &FreshVec, &Corpus::new(), 100);
+/// assert!(took.as_secs() < 60);
+/// ```
+pub fn w9_owner<M, B>(messages: &M, buffers: &B, corpus: &Corpus, iters: u64) -> Duration
+where
+    M: Take<Object = Message>,
+    B: Buffers,
+{
+    let start = Instant::now();
+    for i in 0..iters {
+        let mut m = messages.take();
+        corpus.fill(&mut m, i);
+        encode_and_release(m, buffers);
+    }
+    start.elapsed()
+}
+
+/// W9, producer/consumer shape: one thread builds message `i` of `corpus`
+/// in an object from `messages` and passes it through a bounded queue (as
+/// in W2) to another, which encodes it into a buffer from `buffers`,
+/// glances at the encoding and releases both. Returns the elapsed time for
+/// `n` messages.
+///
+/// # Examples
+///
+/// ```
+/// use recycler_benches::{Boxed, Corpus, FreshVec, Message, w9_producer_consumer};
+///
+/// let took = w9_producer_consumer(&Boxed::<Message>::new(), &FreshVec, &Corpus::new(), 100);
+/// assert!(took.as_secs() < 60);
+/// ```
+pub fn w9_producer_consumer<M, B>(messages: &M, buffers: &B, corpus: &Corpus, n: u64) -> Duration
+where
+    M: Source<Object = Message>,
+    B: Buffers + Sync,
+{
+    let (tx, rx) = crossbeam_channel::bounded::<M::Guard<'_>>(1024);
+    thread::scope(|s| {
+        let consumer = s.spawn(move || consume_polling(&rx, |m| encode_and_release(m, buffers)));
+        let start = Instant::now();
+        for i in 0..n {
+            let mut m = messages.take();
+            corpus.fill(&mut m, i);
+            send_polling(&tx, m);
+        }
+        drop(tx);
+        let _ = consumer.join();
+        start.elapsed()
+    })
+}
+
+/// W9's reading side: encodes the message into a buffer of exactly its
+/// encoded length, glances at the encoding, releases the buffer, then the
+/// message.
+#[inline]
+fn encode_and_release<G: DerefMut<Target = Message>, B: Buffers>(m: G, buffers: &B) {
+    let mut buf = buffers.buffer(m.encoded_len());
+    m.encode(&mut buf);
+    black_box(glance(buf.written()));
+    drop(buf);
+    drop(m);
 }
 
 /// W7: `n` live pooled objects are released, then the recycler is dropped
@@ -215,7 +257,11 @@ pub fn w7_teardown_boxes(n: usize) -> Duration {
 /// W8: W1 (one object held) on `threads` threads at once, sharing one pool.
 /// Returns the time of the slowest thread for `iters` operations each, so
 /// that `threads * iters / time` is the aggregate throughput.
-pub fn w8_scaling<S: Take + Sync>(source: &S, threads: usize, iters: u64) -> Duration {
+pub fn w8_scaling<S: Take<Object = Msg> + Sync>(
+    source: &S,
+    threads: usize,
+    iters: u64,
+) -> Duration {
     let barrier = std::sync::Barrier::new(threads.max(1));
     thread::scope(|s| {
         let handles: Vec<_> = (0..threads.max(1))

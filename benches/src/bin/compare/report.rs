@@ -1,6 +1,10 @@
-//! Output: one table per workload, and optionally JSON and an SVG chart.
+//! Output: one table per workload (one column per global allocator for
+//! the workloads that run under each), and optionally JSON and an SVG
+//! chart.
 
 use std::fmt::Write as _;
+
+use recycler_benches::GlobalAllocator;
 
 use crate::measure::Measured;
 
@@ -28,30 +32,59 @@ impl Unit {
         }
     }
 
-    fn json_name(self) -> &'static str {
+    pub(crate) fn json_name(self) -> &'static str {
         match self {
             Unit::NsPerOp => "ns_per_op",
             Unit::MopsPerSec => "mops_per_sec",
         }
     }
+
+    /// The unit [`json_name`](Self::json_name) names.
+    pub(crate) fn from_json_name(name: &str) -> Option<Unit> {
+        [Unit::NsPerOp, Unit::MopsPerSec]
+            .into_iter()
+            .find(|u| u.json_name() == name)
+    }
 }
 
-/// The result of one workload with one set of parameters.
-#[derive(Debug, Clone)]
+/// The result of one workload with one set of parameters, in one process.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outcome {
     /// `W1`, `W2`, ...
-    pub(crate) id: &'static str,
+    pub(crate) id: String,
     /// What was measured, with its parameters.
     pub(crate) title: String,
     pub(crate) unit: Unit,
     /// The contender the ratios are about.
-    pub(crate) ours: &'static str,
+    pub(crate) ours: String,
+    /// The global allocator of the process that measured it.
+    pub(crate) alloc: GlobalAllocator,
     pub(crate) results: Vec<Measured>,
     /// Extra lines (hit ratios, targets).
     pub(crate) notes: Vec<String>,
 }
 
 impl Outcome {
+    /// An outcome of workload `id` with no notes yet.
+    pub(crate) fn new(
+        id: &str,
+        title: impl Into<String>,
+        unit: Unit,
+        ours: &str,
+        alloc: GlobalAllocator,
+        results: Vec<Measured>,
+    ) -> Self {
+        Self {
+            id: id.to_string(),
+            title: title.into(),
+            unit,
+            ours: ours.to_string(),
+            alloc,
+            results,
+            notes: Vec::new(),
+        }
+    }
+
     fn ours(&self) -> Option<&Measured> {
         self.results.iter().find(|m| m.name == self.ours)
     }
@@ -62,6 +95,28 @@ impl Outcome {
         let other = self.results.iter().find(|m| m.name == other)?;
         Some(other.median_ns / ours.median_ns)
     }
+}
+
+/// The outcome measured under `alloc` among `group` (the outcomes of one
+/// workload with one set of parameters, one per global allocator).
+pub(crate) fn column(group: &[Outcome], alloc: GlobalAllocator) -> Option<&Outcome> {
+    group.iter().find(|o| o.alloc == alloc)
+}
+
+/// Groups `outcomes` by workload and title, keeping the order of first
+/// appearance: each group is one table, its members one column each.
+pub(crate) fn group_by_title(outcomes: &[Outcome]) -> Vec<Vec<Outcome>> {
+    let mut groups: Vec<Vec<Outcome>> = Vec::new();
+    for o in outcomes {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].id == o.id && g[0].title == o.title)
+        {
+            Some(g) => g.push(o.clone()),
+            None => groups.push(vec![o.clone()]),
+        }
+    }
+    groups
 }
 
 /// The table of one outcome, as printed.
@@ -81,7 +136,7 @@ pub(crate) fn table(o: &Outcome) -> String {
         let comparison = if m.name == o.ours {
             String::new()
         } else {
-            match o.speedup(m.name) {
+            match o.speedup(&m.name) {
                 Some(x) if m.name.starts_with("floor") => {
                     format!("{} at {:.2}x the floor", o.ours, 1.0 / x)
                 }
@@ -90,11 +145,8 @@ pub(crate) fn table(o: &Outcome) -> String {
                 None => String::new(),
             }
         };
-        let _ = writeln!(
-            out,
-            "    {:<width$}  {:>9.2}   {}",
-            m.name, value, comparison
-        );
+        let line = format!("    {:<width$}  {:>9.2}   {}", m.name, value, comparison);
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     for note in &o.notes {
         let _ = writeln!(out, "    {note}");
@@ -102,8 +154,73 @@ pub(crate) fn table(o: &Outcome) -> String {
     out
 }
 
+/// The table of one group of outcomes (see [`group_by_title`]): one column
+/// per global allocator, each cell the median and how many times faster
+/// `ours` is than that row in the same process; then each column's notes,
+/// then `notes` (about the whole group).
+pub(crate) fn matrix(group: &[Outcome], notes: &[String]) -> String {
+    let mut out = String::new();
+    let Some(first) = group.first() else {
+        return out;
+    };
+    let samples = first.results.first().map_or(0, |m| m.samples_ns.len());
+    let _ = writeln!(out, "{}  {}", first.id, first.title);
+    let _ = writeln!(
+        out,
+        "    ({}; median of {samples} samples; one process per global allocator;",
+        first.unit.label(),
+    );
+    let _ = writeln!(
+        out,
+        "     Nx = {} is N times faster than the row, in the same process)",
+        first.ours
+    );
+    // Rows: every contender of any column, in order of first appearance.
+    let mut rows: Vec<&str> = Vec::new();
+    for o in group {
+        for m in &o.results {
+            if !rows.contains(&m.name.as_str()) {
+                rows.push(&m.name);
+            }
+        }
+    }
+    let width = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    const CELL: usize = 18;
+    let mut header = format!("    {:<width$}", "");
+    for o in group {
+        let _ = write!(header, "  {:>9}{:<w$}", o.alloc.name(), "", w = CELL - 9);
+    }
+    let _ = writeln!(out, "{}", header.trim_end());
+    for row in &rows {
+        let mut line = format!("    {row:<width$}");
+        for o in group {
+            let cell = match o.results.iter().find(|m| m.name == *row) {
+                None => format!("{:>9}", "-"),
+                Some(m) if m.name == o.ours => format!("{:>9.2}", o.unit.value(m.median_ns)),
+                Some(m) => {
+                    let x = o
+                        .speedup(&m.name)
+                        .map_or_else(String::new, |x| format!("{x:.2}x"));
+                    format!("{:>9.2} {x:>7}", o.unit.value(m.median_ns))
+                }
+            };
+            let _ = write!(line, "  {cell:<CELL$}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    for o in group {
+        for note in &o.notes {
+            let _ = writeln!(out, "    {}: {note}", o.alloc);
+        }
+    }
+    for note in notes {
+        let _ = writeln!(out, "    {note}");
+    }
+    out
+}
+
 /// Escapes a string for JSON.
-fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -139,20 +256,25 @@ pub(crate) fn json(outcomes: &[Outcome], machine: &str) -> String {
     );
     for (i, o) in outcomes.iter().enumerate() {
         let _ = writeln!(out, "    {{");
-        let _ = writeln!(out, "      \"id\": {},", json_str(o.id));
+        let _ = writeln!(out, "      \"id\": {},", json_str(&o.id));
         let _ = writeln!(out, "      \"title\": {},", json_str(&o.title));
         let _ = writeln!(out, "      \"unit\": {},", json_str(o.unit.json_name()));
-        let _ = writeln!(out, "      \"ours\": {},", json_str(o.ours));
+        let _ = writeln!(out, "      \"ours\": {},", json_str(&o.ours));
+        let _ = writeln!(
+            out,
+            "      \"global_allocator\": {},",
+            json_str(o.alloc.name())
+        );
         let notes: Vec<String> = o.notes.iter().map(|n| json_str(n)).collect();
         let _ = writeln!(out, "      \"notes\": [{}],", notes.join(", "));
         let _ = writeln!(out, "      \"results\": [");
         for (j, m) in o.results.iter().enumerate() {
             let samples: Vec<String> = m.samples_ns.iter().map(|&s| json_num(s)).collect();
-            let speedup = o.speedup(m.name).map_or("null".to_string(), json_num);
+            let speedup = o.speedup(&m.name).map_or("null".to_string(), json_num);
             let _ = writeln!(
                 out,
                 "        {{\"name\": {}, \"median_ns_per_op\": {}, \"median\": {}, \"ours_speedup\": {}, \"samples_ns_per_op\": [{}]}}{}",
-                json_str(m.name),
+                json_str(&m.name),
                 json_num(m.median_ns),
                 json_num(o.unit.value(m.median_ns)),
                 speedup,
@@ -207,10 +329,11 @@ pub(crate) fn svg(outcomes: &[Outcome], machine: &str) -> String {
     for o in outcomes {
         let _ = writeln!(
             out,
-            r#"<text x="10" y="{:.0}" font-weight="bold">{} {}</text>"#,
+            r#"<text x="10" y="{:.0}" font-weight="bold">{} {} [{}]</text>"#,
             y + 14.0,
             o.id,
-            xml(&o.title)
+            xml(&o.title),
+            o.alloc
         );
         y += ROW;
         let fastest = o
@@ -231,7 +354,7 @@ pub(crate) fn svg(outcomes: &[Outcome], machine: &str) -> String {
                 r#"<text x="{:.0}" y="{:.0}" text-anchor="end">{}</text>"#,
                 LEFT - 8.0,
                 y + 14.0,
-                xml(m.name)
+                xml(&m.name)
             );
             let _ = writeln!(
                 out,
@@ -259,28 +382,62 @@ pub(crate) fn svg(outcomes: &[Outcome], machine: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn outcome() -> Outcome {
-        let m = |name, ns: f64| Measured {
-            name,
+    fn m(name: &str, ns: f64) -> Measured {
+        Measured {
+            name: name.to_string(),
             samples_ns: vec![ns],
             median_ns: ns,
-        };
-        Outcome {
-            id: "W1",
-            title: "get + release \"quoted\"".into(),
-            unit: Unit::NsPerOp,
-            ours: "recycler",
-            results: vec![
+        }
+    }
+
+    pub(crate) fn outcome() -> Outcome {
+        let mut o = Outcome::new(
+            "W1",
+            "get + release \"quoted\"",
+            Unit::NsPerOp,
+            "recycler",
+            GlobalAllocator::Jemalloc,
+            vec![
                 m("recycler", 2.0),
                 m("box", 6.0),
                 m("slowbox", 1.0),
                 m("floor_x", 1.6),
             ],
-            notes: vec!["a note".into()],
-        }
+        );
+        o.notes.push("a note".into());
+        o
+    }
+
+    #[test]
+    fn matrix_has_a_column_per_allocator() {
+        let a = outcome();
+        let mut b = outcome();
+        b.alloc = GlobalAllocator::System;
+        b.results = vec![m("recycler", 4.0), m("box", 2.0)];
+        b.notes = vec!["hits".into()];
+        let groups = group_by_title(&[a.clone(), b.clone()]);
+        assert_eq!(groups.len(), 1);
+        assert_eq!(column(&groups[0], GlobalAllocator::System), Some(&b));
+        let t = matrix(&groups[0], &["overall".to_string()]);
+        assert!(t.contains("jemalloc") && t.contains("system"), "{t}");
+        let box_row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("box"))
+            .unwrap();
+        assert!(
+            box_row.contains("3.00x") && box_row.contains("0.50x"),
+            "{t}"
+        );
+        let slow_row = t.lines().find(|l| l.contains("slowbox")).unwrap();
+        assert!(slow_row.trim_end().ends_with('-'), "{t}");
+        assert!(
+            t.contains("system: hits") && t.contains("jemalloc: a note"),
+            "{t}"
+        );
+        assert!(t.trim_end().ends_with("overall"), "{t}");
     }
 
     #[test]
@@ -301,6 +458,7 @@ mod tests {
         assert!(j.contains(r#""title": "get + release \"quoted\"""#), "{j}");
         assert!(j.contains(r#""ours_speedup": 3.0000"#), "{j}");
         assert_eq!(j.matches('{').count(), j.matches('}').count());
+        assert!(j.contains(r#""global_allocator": "jemalloc""#), "{j}");
         let s = svg(&[o], "m & <m>");
         assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
         assert!(s.contains("m &amp; &lt;m&gt;"));

@@ -1,5 +1,10 @@
 //! The workloads `compare` runs, each a short version of a criterion suite in
 //! `benches/`, and the contenders of each.
+//!
+//! To add a contender, add its line to the workload's `contenders` list
+//! below; a recycler configuration goes into
+//! [`recycler_benches::recyclers`] instead, and then appears in W1, W2, W6
+//! and W9 at once.
 
 use std::time::Duration;
 
@@ -8,44 +13,96 @@ use recycler_benches::buffers::{
     w4_mix, w4_pool, w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope, w5_vec,
 };
 use recycler_benches::{
-    BoxJemalloc, BoxMimalloc, BoxSystem, LockfreeLinear, LockfreeSpinLock, Msg, OPool, OPoolLocal,
-    ObjectPool, Poolshark, ShardedSlab, Source, Take, w1_floor, w1_get_release,
-    w2_producer_consumer, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling,
+    Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeSpinLock, Message,
+    Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned, ShardedSlab, Source, Take,
+    VecPool, recyclers, w1_floor, w1_floor_slot, w1_get_release, w2_producer_consumer,
+    w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner, w9_producer_consumer,
 };
-use recycler_core::Recycler;
 use recycler_core::buffer::BufferPool;
 
-use crate::measure::{Budget, Contender, Measured, measure, median};
-use crate::report::{Outcome, Unit};
+use crate::measure::{Bench, Contender, Measured};
+use crate::report::{Outcome, Unit, column};
 
-/// The workloads, in order, with how many contenders each measures (for the
-/// progress bar).
-/// W7 takes at most 7 samples per contender (see [`w7`]); the progress bar
-/// counts `samples` for it anyway, so it may end a little early.
-pub(crate) const WORKLOADS: [(&str, usize); 8] = [
-    ("W1", 2 * 12),
-    ("W2", 10),
-    ("W3", 2 * 3),
-    ("W4", 2 * 3),
-    ("W5", 3 * 5),
-    ("W6", 3),
-    ("W7", 3 * 2),
-    ("W8", 4),
+/// One workload of `compare`.
+pub(crate) struct Workload {
+    /// `W1` to `W9`.
+    pub(crate) id: &'static str,
+    /// Whether it runs once per global allocator, each in its own process:
+    /// the workloads whose results depend on the allocator.
+    pub(crate) per_allocator: bool,
+    /// Measures it; returns one outcome per set of parameters.
+    pub(crate) run: fn(&mut Bench<'_>) -> Vec<Outcome>,
+    /// Notes about one set of parameters measured under every allocator
+    /// (the outcomes of all processes, one per allocator), printed under
+    /// its table.
+    pub(crate) summary: fn(&[Outcome]) -> Vec<String>,
+}
+
+/// The workloads, in the order they run.
+pub(crate) const WORKLOADS: [Workload; 9] = [
+    Workload {
+        id: "W1",
+        per_allocator: true,
+        run: w1,
+        summary: w1_summary,
+    },
+    Workload {
+        id: "W2",
+        per_allocator: true,
+        run: w2,
+        summary: w2_summary,
+    },
+    Workload {
+        id: "W3",
+        per_allocator: false,
+        run: w3,
+        summary: no_summary,
+    },
+    Workload {
+        id: "W4",
+        per_allocator: false,
+        run: w4,
+        summary: no_summary,
+    },
+    Workload {
+        id: "W5",
+        per_allocator: false,
+        run: w5,
+        summary: no_summary,
+    },
+    Workload {
+        id: "W6",
+        per_allocator: false,
+        run: w6,
+        summary: no_summary,
+    },
+    Workload {
+        id: "W7",
+        per_allocator: false,
+        run: w7,
+        summary: no_summary,
+    },
+    Workload {
+        id: "W8",
+        per_allocator: false,
+        run: w8,
+        summary: no_summary,
+    },
+    Workload {
+        id: "W9",
+        per_allocator: true,
+        run: w9,
+        summary: w9_summary,
+    },
 ];
 
-/// Runs workload `id`; `step` is called after every sample.
-pub(crate) fn run(id: &str, budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    match id {
-        "W1" => w1(budget, step),
-        "W2" => w2(budget, step),
-        "W3" => w3(budget, step),
-        "W4" => w4(budget, step),
-        "W5" => w5(budget, step),
-        "W6" => w6(budget, step),
-        "W7" => w7(budget, step),
-        "W8" => w8(budget, step),
-        _ => Vec::new(),
-    }
+/// The workload `id`.
+pub(crate) fn find(id: &str) -> Option<&'static Workload> {
+    WORKLOADS.iter().find(|w| w.id == id)
+}
+
+fn no_summary(_: &[Outcome]) -> Vec<String> {
+    Vec::new()
 }
 
 /// Divides every time by `n`: from per round (or per group of threads) to
@@ -57,120 +114,188 @@ fn per_item(results: &mut [Measured], n: usize) {
     }
 }
 
-fn w1_contender<'a, S: Take>(name: &'static str, source: &'a S, held: usize) -> Contender<'a> {
+/// `Box::new` + drop of a [`Msg`] under the process's global allocator.
+static BOX_MSG: Boxed<Msg> = Boxed::new();
+
+/// `Box::new` + drop of a [`Message`], then its strings and vectors.
+static BOX_MESSAGE: Boxed<Message> = Boxed::new();
+
+/// How many times faster `ours` is than `other` in the column of `alloc`,
+/// as `1.23x` (or `-` if either is missing).
+fn ratio_in(group: &[Outcome], alloc: GlobalAllocator, other: &str) -> String {
+    column(group, alloc)
+        .and_then(|o| o.speedup(other))
+        .map_or_else(|| "-".to_string(), |x| format!("{x:.2}x"))
+}
+
+/// `ratio_in` for every column: `jemalloc 1.20x, system 2.01x, ...`.
+fn ratios(group: &[Outcome], other: &str) -> String {
+    group
+        .iter()
+        .map(|o| format!("{} {}", o.alloc, ratio_in(group, o.alloc, other)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The peer pools of W1 and W2, on [`Msg`].
+#[derive(Default)]
+struct MsgPeers {
+    slab: ShardedSlab,
+    object_pool: ObjectPool,
+    linear: LockfreeLinear,
+    spin: LockfreeSpinLock,
+    opool: OPool,
+    shark: Poolshark,
+}
+
+/// The peers of W2, by row name.
+const CROSS_THREAD_PEERS: [&str; 6] = [
+    "sharded_slab",
+    "object_pool",
+    "lockfree_linear",
+    "lockfree_spinlock",
+    "opool",
+    "poolshark",
+];
+
+fn w1_contender<'a, S: Take<Object = Msg>>(
+    name: &'static str,
+    source: &'a S,
+    held: usize,
+) -> Contender<'a> {
     Contender::new(name, move |n| w1_get_release(source, held, n))
 }
 
-fn w2_contender<'a, S: Source>(name: &'static str, source: &'a S) -> Contender<'a> {
-    Contender::new(name, move |n| w2_producer_consumer(source, n))
-}
-
-/// W1: owner-thread get + release, 1 and 16 held.
-fn w1(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    let recycler: Recycler<Msg> = Recycler::new();
-    let (slab, object_pool) = (ShardedSlab::default(), ObjectPool::default());
-    let (linear, spin) = (LockfreeLinear::default(), LockfreeSpinLock::default());
-    let (opool, opool_local, shark) = (
-        OPool::default(),
-        OPoolLocal::default(),
-        Poolshark::default(),
-    );
+/// W1: owner-thread get + release, 1 and 16 held. compare's own process
+/// measures every contender; the other allocators' processes only those
+/// that allocate or that the ratios need (the recycler, `Box`, the floors).
+fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let recyclers = recyclers::<Msg>();
+    let owned = RecyclerOwned::<Msg>::new();
+    let peers = MsgPeers::default();
+    let opool_local = OPoolLocal::default();
     [1usize, 16]
         .into_iter()
         .map(|held| {
-            let mut contenders = vec![
-                w1_contender("recycler", &recycler, held),
-                w1_contender("box_jemalloc", &BoxJemalloc, held),
-                w1_contender("box_mimalloc", &BoxMimalloc, held),
-                w1_contender("box_system", &BoxSystem, held),
-                w1_contender("sharded_slab", &slab, held),
-                w1_contender("object_pool", &object_pool, held),
-                w1_contender("lockfree_linear", &linear, held),
-                w1_contender("lockfree_spinlock", &spin, held),
-                w1_contender("opool", &opool, held),
-                w1_contender("opool_local", &opool_local, held),
-                w1_contender("poolshark", &shark, held),
-                Contender::new("floor_tls_vecdeque", move |n| w1_floor(held, n)),
-            ];
-            let mut results = measure(&mut contenders, budget, |c| {
-                step(&format!("W1 held={held} {c}"))
-            });
+            let mut contenders: Vec<Contender<'_>> = recyclers
+                .iter()
+                .map(|(name, r)| w1_contender(name, r, held))
+                .collect();
+            contenders.push(w1_contender("recycler_owned", &owned, held));
+            contenders.push(w1_contender("box", &BOX_MSG, held));
+            if b.primary {
+                contenders.extend([
+                    w1_contender("sharded_slab", &peers.slab, held),
+                    w1_contender("object_pool", &peers.object_pool, held),
+                    w1_contender("lockfree_linear", &peers.linear, held),
+                    w1_contender("lockfree_spinlock", &peers.spin, held),
+                    w1_contender("opool", &peers.opool, held),
+                    w1_contender("opool_local", &opool_local, held),
+                    w1_contender("poolshark", &peers.shark, held),
+                ]);
+            }
+            contenders.push(Contender::new("floor_tls_vecdeque", move |n| {
+                w1_floor(held, n)
+            }));
+            contenders.push(Contender::new("floor_tls_slot", move |n| {
+                w1_floor_slot(held, n)
+            }));
+            let mut results = b.measure(&format!("W1 held={held}"), &mut contenders);
             per_item(&mut results, held);
-            let mut o = Outcome {
-                id: "W1",
-                title: format!("get + release on one thread, 64-byte object, {held} held"),
-                unit: Unit::NsPerOp,
-                ours: "recycler",
+            let mut o = Outcome::new(
+                "W1",
+                format!("get + release on one thread, 64-byte object, {held} held"),
+                Unit::NsPerOp,
+                recyclers[0].0,
+                b.alloc,
                 results,
-                notes: Vec::new(),
-            };
-            let j = o.speedup("box_jemalloc").unwrap_or(f64::NAN);
-            let m = o.speedup("box_mimalloc").unwrap_or(f64::NAN);
-            let f = o.speedup("floor_tls_vecdeque").unwrap_or(f64::NAN);
+            );
+            let floor = |o: &Outcome, name| o.speedup(name).map_or(f64::NAN, |x| 1.0 / x);
+            let slot_target = if held == 1 { 1.2 } else { 1.3 };
             o.notes.push(format!(
-                "targets: >= 2x box_jemalloc (now {j:.2}x), >= 1.6x box_mimalloc (now {m:.2}x), \
-                 within 1.3x of the floor (now {:.2}x)",
-                1.0 / f
+                "targets: within {slot_target}x of floor_tls_slot (now {:.2}x), \
+                 within 1.3x of floor_tls_vecdeque (now {:.2}x)",
+                floor(&o, "floor_tls_slot"),
+                floor(&o, "floor_tls_vecdeque"),
             ));
             o
         })
         .collect()
 }
 
+fn w1_summary(group: &[Outcome]) -> Vec<String> {
+    vec![format!(
+        "targets: >= 2x box under jemalloc (now {}), >= 1.6x box under mimalloc (now {})",
+        ratio_in(group, GlobalAllocator::Jemalloc, "box"),
+        ratio_in(group, GlobalAllocator::Mimalloc, "box"),
+    )]
+}
+
+fn w2_contender<'a, S: Source<Object = Msg>>(name: &'static str, source: &'a S) -> Contender<'a> {
+    Contender::new(name, move |n| w2_producer_consumer(source, n))
+}
+
 /// W2: producer/consumer across two threads.
-fn w2(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    let recycler: Recycler<Msg> = Recycler::new();
-    let (slab, object_pool) = (ShardedSlab::default(), ObjectPool::default());
-    let (linear, spin) = (LockfreeLinear::default(), LockfreeSpinLock::default());
-    let (opool, shark) = (OPool::default(), Poolshark::default());
-    let peers = [
-        "sharded_slab",
-        "object_pool",
-        "lockfree_linear",
-        "lockfree_spinlock",
-        "opool",
-        "poolshark",
-    ];
-    let mut contenders = vec![
-        w2_contender("recycler", &recycler),
-        w2_contender("box_jemalloc", &BoxJemalloc),
-        w2_contender("box_mimalloc", &BoxMimalloc),
-        w2_contender("box_system", &BoxSystem),
-        w2_contender("sharded_slab", &slab),
-        w2_contender("object_pool", &object_pool),
-        w2_contender("lockfree_linear", &linear),
-        w2_contender("lockfree_spinlock", &spin),
-        w2_contender("opool", &opool),
-        w2_contender("poolshark", &shark),
-    ];
-    let results = measure(&mut contenders, budget, |c| step(&format!("W2 {c}")));
-    let mut o = Outcome {
-        id: "W2",
-        title: "producer/consumer: one thread gets, another reads and releases".into(),
-        unit: Unit::MopsPerSec,
-        ours: "recycler",
-        results,
-        notes: Vec::new(),
-    };
-    let j = o.speedup("box_jemalloc").unwrap_or(f64::NAN);
-    let best_peer = peers
+fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let recyclers = recyclers::<Msg>();
+    let peers = MsgPeers::default();
+    let mut contenders: Vec<Contender<'_>> = recyclers
         .iter()
-        .filter_map(|p| o.speedup(p).map(|x| (*p, x)))
-        .min_by(|a, b| a.1.total_cmp(&b.1));
-    if let Some((peer, x)) = best_peer {
-        o.notes.push(format!(
-            "targets: >= box_jemalloc (now {j:.2}x); >= 2x the fastest peer, {peer} (now {x:.2}x)"
-        ));
-    }
+        .map(|(name, r)| w2_contender(name, r))
+        .collect();
+    contenders.extend([
+        w2_contender("box", &BOX_MSG),
+        w2_contender("sharded_slab", &peers.slab),
+        w2_contender("object_pool", &peers.object_pool),
+        w2_contender("lockfree_linear", &peers.linear),
+        w2_contender("lockfree_spinlock", &peers.spin),
+        w2_contender("opool", &peers.opool),
+        w2_contender("poolshark", &peers.shark),
+    ]);
+    let results = b.measure("W2", &mut contenders);
+    drop(contenders);
+    let mut o = Outcome::new(
+        "W2",
+        "producer/consumer: one thread gets, another reads and releases",
+        Unit::MopsPerSec,
+        recyclers[0].0,
+        b.alloc,
+        results,
+    );
     o.notes.push(format!(
         "recycler hit ratio {:.2}%",
-        recycler.stats().hit_ratio() * 100.0
+        recyclers[0].1.stats().hit_ratio() * 100.0
     ));
     vec![o]
 }
 
+/// The fastest of `peers` in every column, and how `ours` compares.
+fn fastest_peer(group: &[Outcome], peers: &[&str]) -> String {
+    group
+        .iter()
+        .filter_map(|o| {
+            let (peer, x) = peers
+                .iter()
+                .filter_map(|p| o.speedup(p).map(|x| (*p, x)))
+                .min_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some(format!("{} {x:.2}x ({peer})", o.alloc))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn w2_summary(group: &[Outcome]) -> Vec<String> {
+    vec![
+        format!("target: >= box ({})", ratios(group, "box")),
+        format!(
+            "target: >= 2x the fastest peer ({})",
+            fastest_peer(group, &CROSS_THREAD_PEERS)
+        ),
+    ]
+}
+
 /// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB.
-fn w3(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+fn w3(b: &mut Bench<'_>) -> Vec<Outcome> {
     let pool = BufferPool::builder()
         .build()
         .expect("the default configuration is valid");
@@ -185,15 +310,15 @@ fn w3(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
                 Contender::new("vec_zeroed", move |n| w3_fill_vec_zeroed(size, n)),
             ];
             let label = format!("W3 {} KiB", size >> 10);
-            let results = measure(&mut contenders, budget, |c| step(&format!("{label} {c}")));
-            let mut o = Outcome {
-                id: "W3",
-                title: format!("acquire + fill every byte + release, {} KiB", size >> 10),
-                unit: Unit::NsPerOp,
-                ours: "buffer_pool",
+            let results = b.measure(&label, &mut contenders);
+            let mut o = Outcome::new(
+                "W3",
+                format!("acquire + fill every byte + release, {} KiB", size >> 10),
+                Unit::NsPerOp,
+                "buffer_pool",
+                b.alloc,
                 results,
-                notes: Vec::new(),
-            };
+            );
             let w = o.speedup("vec_with_capacity").unwrap_or(f64::NAN);
             o.notes.push(format!(
                 "target: never slower than vec_with_capacity (now {w:.2}x)"
@@ -209,7 +334,7 @@ fn w3(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
 }
 
 /// W4: Jetty's mix, page-touch variant, all 16 sizes and a fixed few.
-fn w4(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+fn w4(b: &mut Bench<'_>) -> Vec<Outcome> {
     let pools = [
         ("unbounded", w4_pool(None, true)),
         ("cap_1mib", w4_pool(Some(1 << 20), true)),
@@ -239,19 +364,15 @@ fn w4(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
                 })
             })
             .collect();
-        let results = measure(&mut contenders, budget, |c| {
-            step(&format!("W4 {diversity} {c}"))
-        });
-        let mut o = Outcome {
-            id: "W4",
-            title: format!(
-                "Jetty's mix: 4 KiB in + random 4..64 KiB out, one byte per page, {diversity}"
-            ),
-            unit: Unit::MopsPerSec,
-            ours: "cap_1mib",
+        let results = b.measure(&format!("W4 {diversity}"), &mut contenders);
+        let mut o = Outcome::new(
+            "W4",
+            format!("Jetty's mix: 4 KiB in + random 4..64 KiB out, one byte per page, {diversity}"),
+            Unit::MopsPerSec,
+            "cap_1mib",
+            b.alloc,
             results,
-            notes: Vec::new(),
-        };
+        );
         let mops = |name: &str| {
             o.results
                 .iter()
@@ -282,7 +403,7 @@ fn w4(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
 }
 
 /// W5: Panama's pooled segments: K buffers of 1 KiB, written and released.
-fn w5(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
+fn w5(b: &mut Bench<'_>) -> Vec<Outcome> {
     let pool = w5_pool();
     let exhausted = w5_exhausted_pool();
     [1usize, 16, 200]
@@ -296,21 +417,21 @@ fn w5(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
                 Contender::new("vec", move |n| w5_vec(k, n)),
                 Contender::new("bumpalo", move |n| w5_bumpalo(&mut bump, k, n)),
             ];
-            let mut results = measure(&mut contenders, budget, |c| step(&format!("W5 K={k} {c}")));
+            let mut results = b.measure(&format!("W5 K={k}"), &mut contenders);
             // Per buffer, so that the rows for different K read alike.
             per_item(&mut results, k);
-            let mut o = Outcome {
-                id: "W5",
-                title: format!("{k} buffer(s) of 1 KiB allocated, written, released; per buffer"),
-                unit: Unit::NsPerOp,
-                ours: "scope",
+            let mut o = Outcome::new(
+                "W5",
+                format!("{k} buffer(s) of 1 KiB allocated, written, released; per buffer"),
+                Unit::NsPerOp,
+                "scope",
+                b.alloc,
                 results,
-                notes: Vec::new(),
-            };
-            let b = o.speedup("bumpalo").unwrap_or(f64::NAN);
+            );
+            let bump = o.speedup("bumpalo").unwrap_or(f64::NAN);
             o.notes.push(format!(
                 "target: scope within 1.5x of bumpalo (now {:.2}x)",
-                1.0 / b
+                1.0 / bump
             ));
             if k == 200 {
                 let v = o.speedup("vec").unwrap_or(f64::NAN);
@@ -324,65 +445,66 @@ fn w5(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
 }
 
 /// W6: objects released on a random one of two worker threads.
-fn w6(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    let recycler: Recycler<Msg> = Recycler::new();
+fn w6(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let recyclers = recyclers::<Msg>();
     let slab = ShardedSlab::default();
-    let mut contenders = vec![
-        Contender::new("recycler", |n| w6_migrating(&recycler, 2, n)),
+    let mut contenders: Vec<Contender<'_>> = recyclers
+        .iter()
+        .map(|(name, r)| Contender::new(name, move |n| w6_migrating(r, 2, n)))
+        .collect();
+    contenders.extend([
         Contender::new("sharded_slab", |n| w6_migrating(&slab, 2, n)),
-        Contender::new("box_jemalloc", |n| w6_migrating(&BoxJemalloc, 2, n)),
-    ];
-    let results = measure(&mut contenders, budget, |c| step(&format!("W6 {c}")));
-    let mut o = Outcome {
-        id: "W6",
-        title: "migrating release: get on one thread, release on a random one of 2".into(),
-        unit: Unit::MopsPerSec,
-        ours: "recycler",
+        Contender::new("box", |n| w6_migrating(&BOX_MSG, 2, n)),
+    ]);
+    let results = b.measure("W6", &mut contenders);
+    drop(contenders);
+    let mut o = Outcome::new(
+        "W6",
+        "migrating release: get on one thread, release on a random one of 2",
+        Unit::MopsPerSec,
+        recyclers[0].0,
+        b.alloc,
         results,
-        notes: vec![
-            "striped mode (per-CPU stripes) does not exist yet; per-thread caches only".into(),
-        ],
-    };
+    );
     o.notes.push(format!(
         "recycler hit ratio {:.2}%",
-        recycler.stats().hit_ratio() * 100.0
+        recyclers[0].1.stats().hit_ratio() * 100.0
     ));
     vec![o]
 }
 
 /// W7: teardown of N live objects; time per object for each N.
-fn w7(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    let reps = budget.samples.min(7);
-    let sizes = [16usize << 10, 256 << 10, 4 << 20];
-    let mut per_object = |name: &'static str, n: usize, f: fn(usize) -> Duration| {
-        // One untimed run first: the first touch of this much fresh memory
-        // costs page faults that would otherwise land on one contender.
-        f(n);
-        let samples: Vec<f64> = (0..reps)
-            .map(|_| {
-                let ns = f(n).as_secs_f64() * 1e9 / n as f64;
-                step(&format!("W7 N={n} {name}"));
-                ns
-            })
-            .collect();
-        Measured {
-            name,
-            median_ns: median(&samples),
-            samples_ns: samples,
+fn w7(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let reps = b.budget.samples.min(7);
+    // `--quick` stops at 1 Mi: 4 Mi objects take seconds to make and free.
+    let largest = if b.budget.quick { 1 << 20 } else { 4 << 20 };
+    let sizes = [16usize << 10, 256 << 10, largest];
+    let per_object = |b: &mut Bench<'_>, name: &'static str, n: usize, f: fn(usize) -> Duration| {
+        if !b.is_counting() {
+            // One untimed run first: the first touch of this much fresh
+            // memory costs page faults that would otherwise land on one
+            // contender.
+            f(n);
         }
+        b.samples(&format!("W7 N={n}"), name, reps, || {
+            f(n).as_secs_f64() * 1e9 / n as f64
+        })
     };
     let mut outcomes: Vec<Outcome> = sizes
         .iter()
-        .map(|&n| Outcome {
-            id: "W7",
-            title: format!("teardown: {n} live objects released and the pool dropped, per object"),
-            unit: Unit::NsPerOp,
-            ours: "recycler",
-            results: vec![
-                per_object("recycler", n, w7_teardown),
-                per_object("boxes_jemalloc", n, w7_teardown_boxes),
-            ],
-            notes: Vec::new(),
+        .map(|&n| {
+            let results = vec![
+                per_object(b, "recycler", n, w7_teardown),
+                per_object(b, "boxes", n, w7_teardown_boxes),
+            ];
+            Outcome::new(
+                "W7",
+                format!("teardown: {n} live objects released and the pool dropped, per object"),
+                Unit::NsPerOp,
+                "recycler",
+                b.alloc,
+                results,
+            )
         })
         .collect();
     let first = outcomes
@@ -395,23 +517,25 @@ fn w7(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
         .map(|m| m.median_ns);
     if let (Some(first), Some(last), Some(o)) = (first, last, outcomes.last_mut()) {
         o.notes.push(format!(
-            "target: flat within 2x from N=16Ki to N=4Mi (now {:.2}x)",
-            last / first
+            "target: flat within 2x from N=16Ki to N=4Mi (now {:.2}x from 16Ki to {}Mi)",
+            last / first,
+            largest >> 20
         ));
     }
     outcomes
 }
 
 /// W8: W1 on 1 and 2 threads at once.
-fn w8(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
-    let recycler: Recycler<Msg> = Recycler::new();
+fn w8(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let recyclers = recyclers::<Msg>();
+    let recycler = &recyclers[0].1;
     let mut contenders = vec![
-        Contender::new("recycler_1_thread", |n| w8_scaling(&recycler, 1, n)),
-        Contender::new("recycler_2_threads", |n| w8_scaling(&recycler, 2, n)),
-        Contender::new("box_jemalloc_1_thread", |n| w8_scaling(&BoxJemalloc, 1, n)),
-        Contender::new("box_jemalloc_2_threads", |n| w8_scaling(&BoxJemalloc, 2, n)),
+        Contender::new("recycler_1_thread", |n| w8_scaling(recycler, 1, n)),
+        Contender::new("recycler_2_threads", |n| w8_scaling(recycler, 2, n)),
+        Contender::new("box_1_thread", |n| w8_scaling(&BOX_MSG, 1, n)),
+        Contender::new("box_2_threads", |n| w8_scaling(&BOX_MSG, 2, n)),
     ];
-    let mut results = measure(&mut contenders, budget, |c| step(&format!("W8 {c}")));
+    let mut results = b.measure("W8", &mut contenders);
     // Time per operation of the whole group: the slowest thread's time for
     // `n` operations each, divided by both threads' operations.
     for m in results
@@ -420,18 +544,195 @@ fn w8(budget: Budget, step: &mut dyn FnMut(&str)) -> Vec<Outcome> {
     {
         per_item(std::slice::from_mut(m), 2);
     }
-    let mut o = Outcome {
-        id: "W8",
-        title: "scaling: W1 (1 held) on 1 and 2 threads sharing one pool, aggregate".into(),
-        unit: Unit::MopsPerSec,
-        ours: "recycler_2_threads",
+    let mut o = Outcome::new(
+        "W8",
+        "scaling: W1 (1 held) on 1 and 2 threads sharing one pool, aggregate",
+        Unit::MopsPerSec,
+        "recycler_2_threads",
+        b.alloc,
         results,
-        notes: Vec::new(),
-    };
+    );
     if let Some(x) = o.speedup("recycler_1_thread") {
         o.notes.push(format!(
             "target: 2 threads >= 1.8x one thread (now {x:.2}x)"
         ));
     }
     vec![o]
+}
+
+/// A peer pool of W9's messages with a pool of the same kind for the
+/// encoding buffers.
+type PeerPair<P, Q> = (P, VecPool<Q>);
+
+fn pair<P: Default, Q: Default>() -> PeerPair<P, Q> {
+    (P::default(), VecPool(Q::default()))
+}
+
+/// The peers of W9: each pools the messages and, in a second pool of the
+/// same kind, the `Vec<u8>` they are encoded into.
+#[derive(Default)]
+struct MessagePeers {
+    slab: PeerPair<ShardedSlab<Message>, ShardedSlab<Vec<u8>>>,
+    object_pool: PeerPair<ObjectPool<Message>, ObjectPool<Vec<u8>>>,
+    linear: PeerPair<LockfreeLinear<Message>, LockfreeLinear<Vec<u8>>>,
+    spin: PeerPair<LockfreeSpinLock<Message>, LockfreeSpinLock<Vec<u8>>>,
+    opool: PeerPair<OPool<Message>, OPool<Vec<u8>>>,
+}
+
+/// The peers of W9, by row name (`opool_local` in the owner shape only).
+const MESSAGE_PEERS: [&str; 6] = [
+    "sharded_slab",
+    "object_pool",
+    "lockfree_linear",
+    "lockfree_spinlock",
+    "opool",
+    "opool_local",
+];
+
+fn w9_owner_contender<'a, M, B>(
+    name: &'static str,
+    messages: &'a M,
+    buffers: &'a B,
+    corpus: &'a Corpus,
+) -> Contender<'a>
+where
+    M: Take<Object = Message>,
+    B: Buffers,
+{
+    Contender::new(name, move |n| w9_owner(messages, buffers, corpus, n))
+}
+
+fn w9_pc_contender<'a, M, B>(
+    name: &'static str,
+    messages: &'a M,
+    buffers: &'a B,
+    corpus: &'a Corpus,
+) -> Contender<'a>
+where
+    M: Source<Object = Message>,
+    B: Buffers + Sync,
+{
+    Contender::new(name, move |n| {
+        w9_producer_consumer(messages, buffers, corpus, n)
+    })
+}
+
+/// The share of acquires a buffer pool served from its buckets, in percent.
+fn buffer_hit_ratio(pool: &BufferPool) -> f64 {
+    let stats = pool.stats();
+    let (pooled, acquires) = stats
+        .buckets
+        .iter()
+        .fold((0, 0), |(p, a), b| (p + b.pooled, a + b.acquires));
+    if acquires == 0 {
+        f64::NAN
+    } else {
+        100.0 * pooled as f64 / acquires as f64
+    }
+}
+
+/// W9: a realistic message built, encoded into a buffer and released, on
+/// one thread (owner) and across two (producer/consumer); ns per message.
+fn w9(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let corpus = Corpus::new();
+    let default_pool = || {
+        BufferPool::builder()
+            .build()
+            .expect("the default configuration is valid")
+    };
+    let mut outcomes = Vec::new();
+
+    // Owner: one thread builds, encodes and releases.
+    {
+        let recyclers = recyclers::<Message>();
+        let buffers = default_pool();
+        let peers = MessagePeers::default();
+        let local: PeerPair<OPoolLocal<Message>, OPoolLocal<Vec<u8>>> = pair();
+        let c = &corpus;
+        let mut contenders: Vec<Contender<'_>> = recyclers
+            .iter()
+            .map(|(name, r)| w9_owner_contender(name, r, &buffers, c))
+            .collect();
+        contenders.extend([
+            w9_owner_contender("box", &BOX_MESSAGE, &FreshVec, c),
+            w9_owner_contender("sharded_slab", &peers.slab.0, &peers.slab.1, c),
+            w9_owner_contender("object_pool", &peers.object_pool.0, &peers.object_pool.1, c),
+            w9_owner_contender("lockfree_linear", &peers.linear.0, &peers.linear.1, c),
+            w9_owner_contender("lockfree_spinlock", &peers.spin.0, &peers.spin.1, c),
+            w9_owner_contender("opool", &peers.opool.0, &peers.opool.1, c),
+            w9_owner_contender("opool_local", &local.0, &local.1, c),
+        ]);
+        let results = b.measure("W9 owner", &mut contenders);
+        drop(contenders);
+        let mut o = Outcome::new(
+            "W9",
+            "message: build, encode into a buffer, release; one thread; ns per message",
+            Unit::NsPerOp,
+            recyclers[0].0,
+            b.alloc,
+            results,
+        );
+        o.notes.push(format!(
+            "recycler hit ratio {:.2}%, buffer pool hit ratio {:.2}%",
+            recyclers[0].1.stats().hit_ratio() * 100.0,
+            buffer_hit_ratio(&buffers)
+        ));
+        outcomes.push(o);
+    }
+
+    // Producer/consumer: one thread builds, another encodes and releases.
+    {
+        let recyclers = recyclers::<Message>();
+        let buffers = default_pool();
+        let peers = MessagePeers::default();
+        let c = &corpus;
+        let mut contenders: Vec<Contender<'_>> = recyclers
+            .iter()
+            .map(|(name, r)| w9_pc_contender(name, r, &buffers, c))
+            .collect();
+        contenders.extend([
+            w9_pc_contender("box", &BOX_MESSAGE, &FreshVec, c),
+            w9_pc_contender("sharded_slab", &peers.slab.0, &peers.slab.1, c),
+            w9_pc_contender("object_pool", &peers.object_pool.0, &peers.object_pool.1, c),
+            w9_pc_contender("lockfree_linear", &peers.linear.0, &peers.linear.1, c),
+            w9_pc_contender("lockfree_spinlock", &peers.spin.0, &peers.spin.1, c),
+            w9_pc_contender("opool", &peers.opool.0, &peers.opool.1, c),
+        ]);
+        let results = b.measure("W9 producer/consumer", &mut contenders);
+        drop(contenders);
+        let mut o = Outcome::new(
+            "W9",
+            "message: one thread builds, another encodes into a buffer and releases; \
+             ns per message",
+            Unit::NsPerOp,
+            recyclers[0].0,
+            b.alloc,
+            results,
+        );
+        o.notes.push(format!(
+            "recycler hit ratio {:.2}%, buffer pool hit ratio {:.2}%",
+            recyclers[0].1.stats().hit_ratio() * 100.0,
+            buffer_hit_ratio(&buffers)
+        ));
+        outcomes.push(o);
+    }
+    outcomes
+}
+
+fn w9_summary(group: &[Outcome]) -> Vec<String> {
+    vec![
+        format!(
+            "messages: topic, 256 B..4 KiB payload, 4..8 headers, scalars; encoding {:.0} bytes \
+             on average",
+            Corpus::new().mean_encoded_len()
+        ),
+        format!(
+            "recycler vs box (all built fresh): {}",
+            ratios(group, "box")
+        ),
+        format!(
+            "recycler vs the fastest peer: {}",
+            fastest_peer(group, &MESSAGE_PEERS)
+        ),
+    ]
 }

@@ -1,0 +1,22 @@
+//! The recycler configurations that W1, W2, W6 and W9 measure, each a row
+//! of their tables.
+
+use recycler_core::{Recyclable, Recycler};
+
+/// The recycler configurations measured in W1, W2, W6 and W9, each with
+/// the name of its row; the first, `recycler` (the defaults), is the one
+/// the tables' ratios are about. A new configuration (a mode, a builder
+/// option) is one more line here, and appears in all four workloads, in
+/// `compare` and in the criterion suites.
+///
+/// # Examples
+///
+/// ```
+/// use recycler_benches::{Msg, recyclers};
+///
+/// let all = recyclers::<Msg>();
+/// assert_eq!(all[0].0, "recycler");
+/// ```
+pub fn recyclers<T: Recyclable + Default + Send + 'static>() -> Vec<(&'static str, Recycler<T>)> {
+    vec![("recycler", Recycler::new())]
+}
