@@ -60,6 +60,11 @@ impl<T> Pending<T> {
     /// Adds `obj` to the batch gathered for `home`, starting one in a vector
     /// from `spare` (or a new one) if there is none. Returns a batch to send
     /// when one is full, or when a home must make room for another.
+    ///
+    /// Consecutive releases usually share a home, and its batch is the
+    /// newest entry: that case is a compare and a push, inlined; the rest is
+    /// out of line.
+    #[inline(always)]
     pub(crate) fn add(
         &mut self,
         home: NonNull<Local<T>>,
@@ -67,22 +72,53 @@ impl<T> Pending<T> {
         batch_size: usize,
         spare: impl FnOnce() -> Option<Batch<T>>,
     ) -> Option<Entry<T>> {
-        // Consecutive releases usually share a home: try the newest entry
-        // first.
-        let found = match self.entries.last() {
-            Some(p) if p.home == home => Some(self.entries.len() - 1),
-            _ => self.entries.iter().position(|p| p.home == home),
-        };
-        if let Some(i) = found {
-            self.entries[i].objs.push(obj);
-            if self.entries[i].objs.len() >= batch_size {
-                return Some(self.entries.swap_remove(i));
+        if let Some(last) = self.entries.last_mut() {
+            if last.home == home {
+                let objs = &mut last.objs;
+                // An entry's vector has room for `batch_size` objects (see
+                // `add_elsewhere`) and is sent once it holds that many.
+                debug_assert!(objs.len() < batch_size && objs.capacity() >= batch_size);
+                // SAFETY: `len < batch_size <= capacity`, so the write is in
+                // the allocation, past the initialized part, and the new
+                // length covers initialized elements only.
+                unsafe {
+                    objs.as_mut_ptr().add(objs.len()).write(obj);
+                    objs.set_len(objs.len() + 1);
+                }
+                if objs.len() < batch_size {
+                    return None;
+                }
+                return self.entries.pop();
             }
+        }
+        self.add_elsewhere(home, obj, batch_size, spare())
+    }
+
+    /// [`add`](Self::add) for a home that is not the newest entry's.
+    #[cold]
+    #[inline(never)]
+    fn add_elsewhere(
+        &mut self,
+        home: NonNull<Local<T>>,
+        obj: Box<T>,
+        batch_size: usize,
+        spare: Option<Batch<T>>,
+    ) -> Option<Entry<T>> {
+        if let Some(i) = self.entries.iter().position(|p| p.home == home) {
+            // Make it the newest entry, for the next release.
+            let last = self.entries.len() - 1;
+            self.entries.swap(i, last);
+            let mut entry = self.entries.pop()?;
+            entry.objs.push(obj);
+            if entry.objs.len() >= batch_size {
+                return Some(entry);
+            }
+            self.entries.push(entry);
             return None;
         }
-        let evicted =
-            (self.entries.len() >= MAX_PENDING_HOMES).then(|| self.entries.swap_remove(0));
-        let mut objs = spare().unwrap_or_else(|| Vec::with_capacity(batch_size));
+        let evicted = (self.entries.len() >= MAX_PENDING_HOMES).then(|| self.entries.remove(0));
+        let mut objs = spare.unwrap_or_default();
+        objs.reserve(batch_size);
         objs.push(obj);
         let entry = Entry { home, objs };
         if batch_size == 1 {
@@ -109,7 +145,7 @@ impl<T: Recyclable> Inner<T> {
     /// is reset already unless `reset_on_return(false)` defers it.
     pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
         let home_ptr = home.local_ptr();
-        let Some(mine) = self.local_for_current() else {
+        let Some(mine) = self.local_for_release() else {
             // The thread is exiting: send the object straight home.
             Counters::add_shared(&self.shared.released_remote, 1);
             return self.send_home(home_ptr, vec![obj], None);
@@ -133,15 +169,16 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: `local_for_current` returns a cache the calling thread
         // owns; the closure runs no user code (`take_spare` is a channel
         // operation).
-        let (full, pending) = unsafe {
+        let (full, first) = unsafe {
             mine.with_cache(|c| {
+                let first = c.pending.is_empty();
                 let full = c
                     .pending
                     .add(home_ptr, obj, batch_size, || inbox.take_spare());
-                (full, !c.pending.is_empty())
+                (full, first && !c.pending.is_empty())
             })
         };
-        if pending {
+        if first {
             // The next `get` on this thread must take the slow path, which
             // sends them.
             registry::mark_pending(self.hot_key);

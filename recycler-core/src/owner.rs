@@ -176,13 +176,26 @@ impl<T: Recyclable> Inner<T> {
     /// thread owns it.
     #[inline(always)]
     fn hot_local(&self) -> Option<&Local<T>> {
-        let local = registry::hot(self.hot_key, self.hot_slot).or_else(|| {
-            registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot)
-        })?;
+        let local = registry::hot(self.hot_key, self.hot_slot)
+            .or_else(|| registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot))?;
         // SAFETY: a hot-index entry for this recycler's key (marked or not)
         // points to a cache of this recycler (alive: `&self`) that the
         // calling thread owns (the contract of `registry::set_hot`).
         Some(unsafe { local.cast::<Local<T>>().as_ref() })
+    }
+
+    /// The calling thread's cache for a foreign release: as
+    /// [`local_for_current`](Self::local_for_current), looking first under
+    /// the key marked for pending releases, which a thread that releases
+    /// foreign objects usually has.
+    #[inline]
+    pub(crate) fn local_for_release(&self) -> Option<&Local<T>> {
+        let marked = registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot);
+        match marked.or_else(|| registry::hot(self.hot_key, self.hot_slot)) {
+            // SAFETY: as in `hot_local`.
+            Some(local) => Some(unsafe { local.cast::<Local<T>>().as_ref() }),
+            None => self.claim_local(),
+        }
     }
 
     /// The calling thread's cache, claimed for it if need be; `None` while

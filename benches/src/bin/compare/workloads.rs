@@ -262,9 +262,12 @@ fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
+    let s = recyclers[0].1.stats();
     o.notes.push(format!(
-        "recycler hit ratio {:.2}%",
-        recyclers[0].1.stats().hit_ratio() * 100.0
+        "recycler hit ratio {:.2}% (created {}, dropped {})",
+        s.hit_ratio() * 100.0,
+        s.created,
+        s.dropped
     ));
     vec![o]
 }
@@ -466,9 +469,12 @@ fn w6(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
+    let s = recyclers[0].1.stats();
     o.notes.push(format!(
-        "recycler hit ratio {:.2}%",
-        recyclers[0].1.stats().hit_ratio() * 100.0
+        "recycler hit ratio {:.2}% (created {}, dropped {})",
+        s.hit_ratio() * 100.0,
+        s.created,
+        s.dropped
     ));
     vec![o]
 }
