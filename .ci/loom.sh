@@ -7,4 +7,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom -C debug-assertions"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
-cargo test -p recycler-tests --release --test loom --test loom_buffer --target-dir target/loom -- --test-threads=2 "$@"
+cargo test -p recycler-tests --release --test loom --test loom_buffer --test loom_striped --target-dir target/loom -- --test-threads=2 "$@"

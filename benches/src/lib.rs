@@ -36,8 +36,8 @@ pub use crate::global::{Dispatch, ENV, GlobalAllocator, bench_group, check_env};
 pub use crate::message::{Corpus, EncodeBuf, Headers, MAX_PAYLOAD, MIN_PAYLOAD, Message, glance};
 pub use crate::payload::Msg;
 pub use crate::peers::{
-    LockfreeLinear, LockfreeSpinLock, OPool, OPoolLocal, ObjectPool, Poolshark, ResetAllocator,
-    ShardedSlab, SlabGuard, SlabKey,
+    LockfreeLinear, LockfreeMutex, LockfreeSpinLock, OPool, OPoolLocal, ObjectPool, Poolshark,
+    ResetAllocator, ShardedSlab, SlabGuard, SlabKey,
 };
 pub use crate::recyclers::recyclers;
 pub use crate::source::{Boxed, RecyclerOwned, Source, Take};

@@ -14,7 +14,8 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
 use lockfree_object_pool::{
-    LinearObjectPool, LinearReusable, SpinLockObjectPool, SpinLockReusable,
+    LinearObjectPool, LinearReusable, MutexObjectPool, MutexReusable, SpinLockObjectPool,
+    SpinLockReusable,
 };
 use opool::{LocalPool, PoolAllocator, RefGuard, RefLocalGuard};
 
@@ -209,6 +210,28 @@ take_and_source!(
     impl[T: Send + Sync] LockfreeSpinLock<T>,
     T,
     SpinLockReusable<'a, T>,
+    |this| this.0.pull()
+);
+
+/// `lockfree-object-pool`'s mutex pool.
+pub struct LockfreeMutex<T = Msg>(MutexObjectPool<T>);
+
+impl<T: Recyclable + Default + 'static> Default for LockfreeMutex<T> {
+    fn default() -> Self {
+        Self(MutexObjectPool::new(T::default, T::reset))
+    }
+}
+
+impl<T> std::fmt::Debug for LockfreeMutex<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockfreeMutex").finish_non_exhaustive()
+    }
+}
+
+take_and_source!(
+    impl[T: Send + Sync] LockfreeMutex<T>,
+    T,
+    MutexReusable<'a, T>,
     |this| this.0.pull()
 );
 

@@ -18,5 +18,17 @@ use recycler_core::{Recyclable, Recycler};
 /// assert_eq!(all[0].0, "recycler");
 /// ```
 pub fn recyclers<T: Recyclable + Default + Send + 'static>() -> Vec<(&'static str, Recycler<T>)> {
-    vec![("recycler", Recycler::new())]
+    let striped = Recycler::builder()
+        .striped(0)
+        .build()
+        .expect("a valid configuration");
+    let at_home = Recycler::builder()
+        .reset_on_return(false)
+        .build()
+        .expect("a valid configuration");
+    vec![
+        ("recycler", Recycler::new()),
+        ("recycler_striped", striped),
+        ("recycler_reset_at_home", at_home),
+    ]
 }

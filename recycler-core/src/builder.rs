@@ -7,6 +7,7 @@ use crate::idle::IdleAccount;
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
 use crate::recycler::Recycler;
+use crate::striped::MAX_STRIPES;
 
 /// Makes a fresh object when the pool has none.
 pub(crate) type Factory<T> = Box<dyn Fn() -> T + Send + Sync>;
@@ -32,6 +33,9 @@ pub(crate) struct Config {
     /// default) or leaves it to the object's home (see
     /// [`RecyclerBuilder::reset_on_return`]).
     pub(crate) reset_on_return: bool,
+    /// Striped mode's number of stripes (a power of two), or `None` for
+    /// per-thread caches.
+    pub(crate) stripes: Option<usize>,
 }
 
 /// An idle-memory account shared with other recyclers (the buckets of a
@@ -47,6 +51,7 @@ impl Config {
         depot_capacity: 4 * 4096,
         max_idle_bytes: None,
         reset_on_return: true,
+        stripes: None,
     };
 
     /// Whether released objects may be kept at all.
@@ -70,6 +75,7 @@ impl Config {
 /// | [`depot_capacity`](Self::depot_capacity) | 4 × `max_capacity_per_thread` | idle objects the shared depot holds |
 /// | [`max_idle_bytes`](Self::max_idle_bytes) | none | cap on the bytes idle objects retain |
 /// | [`reset_on_return`](Self::reset_on_return) | `true` | reset a foreign release on the releasing thread, or at home |
+/// | [`striped`](Self::striped) | off | per-CPU stripes instead of per-thread caches |
 ///
 /// # Examples
 ///
@@ -91,6 +97,7 @@ pub struct RecyclerBuilder<T> {
     depot_capacity: Option<usize>,
     max_idle_bytes: Option<usize>,
     reset_on_return: bool,
+    stripes: Option<usize>,
 }
 
 impl<T> RecyclerBuilder<T> {
@@ -103,6 +110,7 @@ impl<T> RecyclerBuilder<T> {
             depot_capacity: None,
             max_idle_bytes: None,
             reset_on_return: Config::DEFAULT.reset_on_return,
+            stripes: None,
         }
     }
 
@@ -299,6 +307,55 @@ impl<T> RecyclerBuilder<T> {
         self
     }
 
+    /// Striped mode: `stripes` stripes of idle objects shared by all
+    /// threads, chosen by the CPU a thread runs on, instead of a cache per
+    /// thread; `0` means one per available CPU. The count is rounded up to a
+    /// power of two; at most 1024.
+    ///
+    /// For async runtimes whose tasks migrate between worker threads, and
+    /// thread pools whose threads idle, are handed other work or die: in the
+    /// default mode, objects wait in the cache of the thread that released
+    /// them until it uses the recycler again, and a release on another
+    /// thread than the one that got the object sends it back there. In
+    /// striped mode **no object ever belongs to a thread**: once a release
+    /// returns, the object sits in a stripe that any thread takes it from.
+    /// A get or a release locks one stripe for a pop or a push, skipping to
+    /// the next stripe if that one is busy; a get whose stripe is empty looks
+    /// at the others before it calls the factory, and a release into a full
+    /// stripe tries the others before it drops its object.
+    ///
+    /// What changes: a get and a release each take a stripe's lock (an
+    /// atomic read-modify-write, on a line other CPUs' threads may have
+    /// used): about 15 to 25 ns per get + release against a few for the
+    /// per-thread owner path (`docs/BENCHMARKS.md`); each stripe holds
+    /// [`max_capacity_per_thread`](Self::max_capacity_per_thread) objects,
+    /// and the depot and `batch_size` are not used; releases are not told
+    /// apart by thread, so
+    /// [`RecyclerStats::released_local`](crate::RecyclerStats::released_local)
+    /// counts them all. [`max_idle_bytes`](Self::max_idle_bytes) holds
+    /// exactly with one releasing thread, and is counted with one atomic
+    /// operation per get and per release.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().striped(0).build()?;
+    /// let v = pool.get();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(move || drop(v)); // released on another thread...
+    /// });
+    /// // ...and at once in a stripe this thread reaches too.
+    /// assert!(pool.try_get().is_some());
+    /// assert_eq!(pool.stats().created, 1);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn striped(mut self, stripes: usize) -> Self {
+        self.stripes = Some(stripes);
+        self
+    }
+
     /// Checks every setting.
     fn validate(&self) -> Result<Config, ConfigError> {
         if self.batch_size == 0 {
@@ -322,6 +379,25 @@ impl<T> RecyclerBuilder<T> {
                 other: "max_idle_bytes",
             });
         }
+        let stripes = match self.stripes {
+            None => None,
+            Some(n) if n > MAX_STRIPES => {
+                return Err(ConfigError::TooLarge {
+                    field: "striped",
+                    value: n,
+                    max: MAX_STRIPES,
+                });
+            }
+            Some(n) => {
+                if !self.reset_on_return {
+                    return Err(ConfigError::Conflict {
+                        field: "reset_on_return(false)",
+                        other: "striped",
+                    });
+                }
+                Some(stripe_count(n))
+            }
+        };
         let max = self.max_capacity_per_thread;
         Ok(Config {
             max_capacity_per_thread: max,
@@ -334,6 +410,7 @@ impl<T> RecyclerBuilder<T> {
             depot_capacity: self.depot_capacity.unwrap_or(max.saturating_mul(4)),
             max_idle_bytes: self.max_idle_bytes,
             reset_on_return: self.reset_on_return,
+            stripes,
         })
     }
 }
@@ -344,8 +421,9 @@ impl<T: Recyclable + Send + 'static> RecyclerBuilder<T> {
     /// # Errors
     ///
     /// [`ConfigError`] naming the first setting out of range: `batch_size` of
-    /// 0 or above 65536, `ratio` of 0, `reset_on_return(false)` together
-    /// with `max_idle_bytes`.
+    /// 0 or above 65536, `ratio` of 0, `striped` above 1024,
+    /// `reset_on_return(false)` together with `max_idle_bytes` or
+    /// `striped`.
     ///
     /// # Examples
     ///
@@ -370,8 +448,20 @@ impl<T> fmt::Debug for RecyclerBuilder<T> {
             .field("depot_capacity", &self.depot_capacity)
             .field("max_idle_bytes", &self.max_idle_bytes)
             .field("reset_on_return", &self.reset_on_return)
+            .field("striped", &self.stripes)
             .finish_non_exhaustive()
     }
+}
+
+/// The stripes for `striped(n)`: `n`, or one per available CPU for 0,
+/// rounded up to a power of two.
+pub(crate) fn stripe_count(n: usize) -> usize {
+    let n = if n == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        n
+    };
+    n.clamp(1, MAX_STRIPES).next_power_of_two()
 }
 
 #[cfg(test)]
@@ -411,6 +501,16 @@ mod tests {
                 .to_string(),
             "`reset_on_return(false)` cannot be combined with `max_idle_bytes`"
         );
+        assert_eq!(
+            builder().striped(1025).validate().unwrap_err().to_string(),
+            "`striped` is 1025; it must be at most 1024"
+        );
+        assert_eq!(builder().striped(3).validate().unwrap().stripes, Some(4));
+        assert_eq!(
+            builder().striped(1024).validate().unwrap().stripes,
+            Some(1024)
+        );
+        assert!(builder().striped(0).validate().unwrap().stripes.unwrap() >= 1);
         let err = builder().batch_size(usize::MAX).validate().unwrap_err();
         assert_eq!(
             err.to_string(),

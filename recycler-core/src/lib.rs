@@ -200,6 +200,7 @@ extern crate self as recycler_core;
 pub mod buffer;
 mod builder;
 mod cache;
+mod cpu;
 mod depot;
 mod error;
 mod exit;
@@ -220,6 +221,7 @@ mod shared;
 mod shrink;
 mod slots;
 mod stats;
+mod striped;
 
 pub use crate::builder::RecyclerBuilder;
 pub use crate::error::{AcquireError, ConfigError};

@@ -49,8 +49,12 @@ pub(crate) use self::loom_impl::*;
 
 #[cfg(not(loom))]
 mod std_impl {
-    pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use std::hint::spin_loop;
+    pub(crate) use std::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+    };
     pub(crate) use std::sync::{Mutex, MutexGuard};
+    pub(crate) use std::thread::yield_now;
 
     /// `std::cell::UnsafeCell` with loom's closure-based API (the part we use).
     #[derive(Debug)]
@@ -72,6 +76,16 @@ mod std_impl {
 #[cfg(loom)]
 mod loom_impl {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence};
+    pub(crate) use loom::sync::atomic::{
+        AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering, fence,
+    };
     pub(crate) use loom::sync::{Mutex, MutexGuard};
+
+    /// A spin-wait iteration: under loom, a yield, so that the model lets
+    /// the thread being waited for run.
+    pub(crate) fn spin_loop() {
+        loom::thread::yield_now();
+    }
+
+    pub(crate) use loom::thread::yield_now;
 }

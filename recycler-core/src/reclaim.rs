@@ -106,7 +106,12 @@ impl<T: Recyclable> Inner<T> {
     /// calling thread's own cache (see `Recycler::trim`).
     pub(crate) fn trim(&self) {
         let mut freed: Vec<Batch<T>> = Vec::new();
-        if let Some(local) = self.local_for_current() {
+        let mut n = 0;
+        if let Some(stripes) = &self.stripes {
+            let all = stripes.drain();
+            n += all.len();
+            freed.push(all);
+        } else if let Some(local) = self.local_for_current() {
             self.flush_pending(local);
             // SAFETY: the calling thread owns `local`; the closure runs no
             // user code.
@@ -114,7 +119,6 @@ impl<T: Recyclable> Inner<T> {
             Counters::add_owned(&local.counters.dropped, own.len() as u64);
             freed.push(own);
         }
-        let mut n = 0;
         for local in self.all_caches() {
             while let Some(batch) = local.inbox.recv() {
                 n += batch.len();
@@ -164,6 +168,15 @@ impl<T: Recyclable> Inner<T> {
             };
             freed += bytes_of(&obj);
             victims.push(obj);
+        }
+        if let Some(stripes) = &self.stripes {
+            while freed < want {
+                let Some(obj) = stripes.take(1).pop() else {
+                    break;
+                };
+                freed += bytes_of(&obj);
+                victims.push(obj);
+            }
         }
         if freed < want {
             'inboxes: for local in self.all_caches() {

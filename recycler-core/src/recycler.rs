@@ -327,6 +327,8 @@ impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
             .field("ratio", &self.inner.config.ratio)
             .field("depot_capacity", &self.inner.config.depot_capacity)
             .field("max_idle_bytes", &self.inner.config.max_idle_bytes)
+            .field("reset_on_return", &self.inner.config.reset_on_return)
+            .field("striped", &self.inner.config.stripes)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }

@@ -7,12 +7,15 @@
 use std::mem;
 
 use crate::cache::{Cache, Local};
+use crate::cpu;
 use crate::home::Home;
+use crate::loom::Ordering;
 use crate::reclaim::bytes_of;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
+use crate::striped::Stripes;
 
 /// Runs its closure if dropped, that is, if what it guards unwinds; the
 /// guarded code `mem::forget`s it when it returns.
@@ -30,6 +33,12 @@ impl<T: Recyclable> Inner<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn get_slow(&self) -> (Box<T>, Home<T>) {
+        if let Some(stripes) = &self.stripes {
+            return match self.take_striped(stripes) {
+                Some(hit) => hit,
+                None => self.make(),
+            };
+        }
         match self.take_pooled() {
             Some(hit) => hit,
             None => self.make(),
@@ -41,6 +50,9 @@ impl<T: Recyclable> Inner<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn take_pooled(&self) -> Option<(Box<T>, Home<T>)> {
+        if let Some(stripes) = &self.stripes {
+            return self.take_striped(stripes);
+        }
         let Some(local) = self.local_for_current() else {
             // The thread is exiting: it may use the depot but own nothing.
             let obj = self.depot.take_one()?;
@@ -73,6 +85,25 @@ impl<T: Recyclable> Inner<T> {
         Some((obj, self.home(Some(local), false)))
     }
 
+    /// Striped mode's get from the pool: a stripe's pop (which counts the
+    /// hit), then the idle-memory account.
+    #[inline]
+    fn take_striped(&self, stripes: &Stripes<T>) -> Option<(Box<T>, Home<T>)> {
+        let obj = stripes.pop(cpu::current())?;
+        if let Some(acct) = &self.idle {
+            // The hit is counted: if `retained_bytes` panics, the object
+            // drops as it unwinds, and is counted as released and dropped.
+            let unwinding = OnUnwind(|| {
+                Counters::add_shared(&self.shared.released_local, 1);
+                Counters::add_shared(&self.shared.dropped, 1);
+            });
+            let bytes = bytes_of(&obj);
+            mem::forget(unwinding);
+            acct.forget(bytes);
+        }
+        Some((obj, self.home(None, false)))
+    }
+
     /// The bytes of `obj`, an idle object just taken out, under a cap (0
     /// without one). If `retained_bytes` panics, the object is counted as
     /// dropped (on `mine`'s counters if the calling thread owns it) before
@@ -100,6 +131,13 @@ impl<T: Recyclable> Inner<T> {
     /// Counts `obj`, freshly made by the factory or by the buffer pool, as
     /// made and handed out; applies `ratio`.
     pub(crate) fn made(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+        if self.stripes.is_some() {
+            let ratio = self.config.ratio;
+            let keep = self.config.pooling()
+                && (ratio == 1 || self.fresh.fetch_add(1, Ordering::Relaxed) % ratio == 0);
+            Counters::add_shared(&self.shared.created, 1);
+            return (obj, self.home(None, !keep));
+        }
         let local = self.local_for_current();
         let keep = self.config.pooling()
             && match local {
@@ -129,6 +167,10 @@ impl<T: Recyclable> Inner<T> {
     /// buffer that grew into another bucket), one of its objects in use,
     /// homed at the calling thread's cache; the caller releases it next.
     pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+        if self.stripes.is_some() {
+            Counters::add_shared(&self.shared.adopted, 1);
+            return (obj, self.home(None, false));
+        }
         let local = self.local_for_current();
         self.count_for(local, |c| &c.adopted, 1);
         (obj, self.home(local, false))
@@ -148,7 +190,11 @@ impl<T: Recyclable> Inner<T> {
         }
         let mut added = 0;
         while added < n {
-            let room = self.depot.room().min(n - added);
+            let room = match &self.stripes {
+                Some(stripes) => stripes.room(),
+                None => self.depot.room(),
+            };
+            let room = room.min(n - added);
             if room == 0 {
                 break;
             }
@@ -172,7 +218,14 @@ impl<T: Recyclable> Inner<T> {
             let made = batch.len();
             Counters::add_shared(&self.shared.created, made as u64);
             Counters::add_shared(&self.shared.prefilled, made as u64);
-            let rejected = self.depot.put(batch).map_or(0, |rejected| {
+            let rejected = match &self.stripes {
+                Some(stripes) => {
+                    stripes.fill(&mut batch);
+                    Some(batch).filter(|rest| !rest.is_empty())
+                }
+                None => self.depot.put(batch),
+            };
+            let rejected = rejected.map_or(0, |rejected| {
                 let n = rejected.len();
                 self.drop_idle(rejected, None);
                 n

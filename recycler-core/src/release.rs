@@ -8,6 +8,7 @@
 use std::mem;
 
 use crate::cache::Local;
+use crate::cpu;
 use crate::home::Home;
 use crate::owner::Resetting;
 use crate::reclaim::bytes_of;
@@ -16,6 +17,7 @@ use crate::refill::OnUnwind;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
+use crate::striped::Stripes;
 
 impl<T: Recyclable> Inner<T> {
     /// Every release but the owner's push into a cache with room: discards
@@ -28,6 +30,9 @@ impl<T: Recyclable> Inner<T> {
     pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
         if self.is_discard(home) || std::thread::panicking() {
             return self.discard(obj, home);
+        }
+        if let Some(stripes) = &self.stripes {
+            return self.release_striped(stripes, obj, home, was_reset);
         }
         // SAFETY: the recycler outlives the guard being released.
         let owned = Some(unsafe { home.local() }).filter(|l| l.is_owned_by(registry::current()));
@@ -56,6 +61,36 @@ impl<T: Recyclable> Inner<T> {
         match owned {
             Some(local) => self.release_owned(local, obj),
             None => self.release_foreign(obj, home),
+        }
+    }
+
+    /// Striped mode's release: reset (on the releasing thread: there is no
+    /// home to defer it to), count the bytes under a cap, then push into a
+    /// stripe, or drop the object if every stripe is full.
+    fn release_striped(&self, stripes: &Stripes<T>, obj: Box<T>, home: Home<T>, was_reset: bool) {
+        let mut obj = obj;
+        if !was_reset {
+            obj = Resetting::reset(obj, home);
+        }
+        let mut bytes = 0;
+        if let Some(acct) = &self.idle {
+            let unwinding = OnUnwind(|| {
+                Counters::add_shared(&self.shared.released_local, 1);
+                Counters::add_shared(&self.shared.dropped, 1);
+            });
+            bytes = bytes_of(&obj);
+            mem::forget(unwinding);
+            if !acct.admit(None, bytes, self.member) {
+                return self.discard(obj, home);
+            }
+        }
+        if let Err(full) = stripes.push(cpu::current(), obj) {
+            Counters::add_shared(&self.shared.released_local, 1);
+            Counters::add_shared(&self.shared.dropped, 1);
+            if let Some(acct) = &self.idle {
+                acct.forget(bytes);
+            }
+            drop(full);
         }
     }
 

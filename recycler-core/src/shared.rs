@@ -13,12 +13,13 @@ use crate::depot::Depot;
 use crate::home::Home;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::inbox::Batch;
-use crate::loom::{Arc, Weak};
+use crate::loom::{Arc, AtomicUsize, Weak};
 use crate::reclaim;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, ExitFlush};
 use crate::slots::SlotList;
 use crate::stats::{Counters, RecyclerStats, Tally};
+use crate::striped::Stripes;
 
 /// Marks the hot-index key of a recycler with an idle-memory cap, so that
 /// the inlined owner path (which looks up the plain id) never finds its
@@ -68,6 +69,13 @@ pub(crate) struct Inner<T> {
     /// of its own (a buffer pool's buckets count idle bytes on the pool's
     /// owner paths instead), so that its releases take the slow path.
     pub(crate) owner_flag: u64,
+    /// Striped mode's stripes ([`crate::striped`]); `None` in per-thread
+    /// mode. In striped mode no thread claims a cache: every object is homed
+    /// at the orphan cache, whose releases take the slow path, which hands
+    /// them to the stripes.
+    pub(crate) stripes: Option<Stripes<T>>,
+    /// Striped mode's count of freshly made objects, for `ratio`.
+    pub(crate) fresh: AtomicUsize,
 }
 
 impl<T: Recyclable + Send + 'static> Inner<T> {
@@ -114,6 +122,10 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
             ),
             discard: Local::new(0, 1, this.as_ptr()),
             owner_flag,
+            stripes: config
+                .stripes
+                .map(|n| Stripes::new(n, config.max_capacity_per_thread)),
+            fresh: AtomicUsize::new(0),
         })
     }
 }
@@ -151,6 +163,9 @@ impl<T> Inner<T> {
         self.shared.add_to(&mut tally);
         for local in self.all_caches() {
             local.counters.add_to(&mut tally);
+        }
+        for stripe in self.stripes.iter().flat_map(Stripes::iter) {
+            stripe.counters.add_to(&mut tally);
         }
         tally
     }
@@ -237,6 +252,7 @@ impl<T> Drop for Inner<T> {
             }
         }
         held.extend(self.depot.drain());
+        held.extend(self.stripes.as_ref().map(Stripes::drain));
         if let Some(panic) = reclaim::drop_each(held.into_iter().flatten()) {
             if !std::thread::panicking() {
                 std::panic::resume_unwind(panic);

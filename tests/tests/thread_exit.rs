@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use common::{Counted, Counts, assert_conserved, builder, recycler};
-use recycler_core::{OwnedPooled, Recycler};
+use recycler_core::{OwnedPooled, Recycler, RecyclerBuilder};
 
 /// Takes every object the calling thread can reach without the factory.
 fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
@@ -21,8 +21,17 @@ fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
 
 #[test]
 fn a_thousand_short_lived_threads_strand_nothing() {
+    thousand_threads(|b| b.batch_size(8));
+}
+
+#[test]
+fn a_thousand_short_lived_threads_strand_nothing_striped() {
+    thousand_threads(|b| b.striped(4));
+}
+
+fn thousand_threads(configure: impl FnOnce(RecyclerBuilder<Counted>) -> RecyclerBuilder<Counted>) {
     let counts = Counts::new();
-    let pool = builder(&counts).batch_size(8).build().unwrap();
+    let pool = configure(builder(&counts)).build().unwrap();
     const WAVES: usize = 125;
     const PER_WAVE: usize = 8;
     for wave in 0..WAVES {

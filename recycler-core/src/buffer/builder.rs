@@ -4,7 +4,9 @@ use std::fmt;
 
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
+use crate::builder::stripe_count;
 use crate::error::ConfigError;
+use crate::striped::MAX_STRIPES;
 
 /// The most buckets a pool may have.
 pub(crate) const MAX_BUCKETS: usize = 4096;
@@ -22,6 +24,8 @@ pub(crate) struct PoolConfig {
     pub(crate) alignment: usize,
     pub(crate) max_idle_per_thread: usize,
     pub(crate) statistics: bool,
+    /// Striped mode's stripes per bucket (a power of two), or `None`.
+    pub(crate) striped: Option<usize>,
 }
 
 impl PoolConfig {
@@ -34,6 +38,7 @@ impl PoolConfig {
         alignment: 1,
         max_idle_per_thread: 64,
         statistics: true,
+        striped: None,
     };
 
     /// The number of buckets.
@@ -91,7 +96,7 @@ impl fmt::Debug for BufferPoolBuilder {
     ///     format!("{builder:?}"),
     ///     "BufferPoolBuilder { bucket_step: 4096, max_capacity: 65536, \
     ///      max_idle_memory: Some(1048576), memory_limit: None, alignment: 1, \
-    ///      max_idle_per_thread: 64, statistics: true }"
+    ///      max_idle_per_thread: 64, statistics: true, striped: None }"
     /// );
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -104,6 +109,7 @@ impl fmt::Debug for BufferPoolBuilder {
             .field("alignment", &c.alignment)
             .field("max_idle_per_thread", &c.max_idle_per_thread)
             .field("statistics", &c.statistics)
+            .field("striped", &c.striped)
             .finish()
     }
 }
@@ -265,9 +271,50 @@ impl BufferPoolBuilder {
         self
     }
 
+    /// Striped mode for every bucket: `stripes` stripes of idle buffers per
+    /// bucket, chosen by the CPU a thread runs on, instead of a cache per
+    /// thread per bucket; `0` means one per available CPU; rounded up to a
+    /// power of two, at most 1024. See
+    /// [`RecyclerBuilder::striped`](crate::RecyclerBuilder::striped) for what
+    /// it changes: no buffer ever waits in the cache of a thread that went
+    /// idle, and a buffer released on another thread is at once reachable
+    /// from every thread, at the cost of a stripe's lock per acquire and per
+    /// release. Each stripe holds
+    /// [`max_idle_per_thread`](Self::max_idle_per_thread) buffers; the idle
+    /// cap, the memory limit and eviction work as in the default mode.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().striped(0).build()?;
+    /// let buf = pool.acquire(100);
+    /// std::thread::scope(|s| {
+    ///     s.spawn(move || drop(buf)); // released on another thread...
+    /// });
+    /// assert!(pool.try_acquire(100).is_ok()); // ...and found here
+    /// assert_eq!(pool.stats().buckets[0].pooled, 1);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn striped(mut self, stripes: usize) -> Self {
+        self.config.striped = Some(stripes);
+        self
+    }
+
     /// Checks every setting.
     pub(crate) fn validate(&self) -> Result<PoolConfig, ConfigError> {
-        let c = self.config;
+        let mut c = self.config;
+        if let Some(n) = c.striped {
+            if n > MAX_STRIPES {
+                return Err(ConfigError::TooLarge {
+                    field: "striped",
+                    value: n,
+                    max: MAX_STRIPES,
+                });
+            }
+            c.striped = Some(stripe_count(n));
+        }
         if c.bucket_step == 0 {
             return Err(ConfigError::Zero {
                 field: "bucket_step",
@@ -342,7 +389,8 @@ impl BufferPoolBuilder {
     /// [`ConfigError`] naming the first setting out of range: `bucket_step`
     /// of 0; `max_capacity` below `bucket_step`, not a multiple of it, or
     /// more than 4096 buckets; `alignment` not a power of two or above
-    /// 1 GiB; `memory_limit` of 0 or below `bucket_step`.
+    /// 1 GiB; `memory_limit` of 0 or below `bucket_step`; `striped` above
+    /// 1024.
     ///
     /// # Examples
     ///
@@ -460,7 +508,8 @@ mod tests {
             .memory_limit(6000)
             .alignment(64)
             .max_idle_per_thread(7)
-            .statistics(false);
+            .statistics(false)
+            .striped(3);
         let text = format!("{b:?}");
         assert!(
             !text.contains("PoolConfig") && !text.contains("config"),
@@ -469,7 +518,8 @@ mod tests {
         assert_eq!(
             text,
             "BufferPoolBuilder { bucket_step: 1000, max_capacity: 8000, max_idle_memory: Some(5), \
-             memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false }"
+             memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false, \
+             striped: Some(3) }"
         );
         // An invalid setting is shown as set: `Debug` checks nothing.
         assert!(format!("{:?}", BufferPoolBuilder::new().alignment(3)).contains("alignment: 3,"));

@@ -72,6 +72,7 @@ impl PoolInner {
             depot_capacity: per_thread.saturating_mul(4),
             max_idle_bytes: config.max_idle_memory,
             reset_on_return: true,
+            stripes: config.striped,
         };
         let buckets = (0..n)
             .map(|i| {

@@ -61,7 +61,9 @@ impl PoolInner {
         };
         // `take_pooled` sent this thread's pending releases of the bucket:
         // its cache may be indexed now.
-        if let (Some(pl), Some(local)) = (pl, inner.local_for_current()) {
+        if let Some(pl) = pl
+            && let Some(local) = inner.local_for_current()
+        {
             // SAFETY: as above; nothing is pending in `local`.
             unsafe { self.index(pl, idx, local) };
         }
@@ -150,6 +152,10 @@ impl PoolInner {
     /// the overshoot bound of the idle cap assumes. Returns the index, if
     /// the thread is not exiting.
     fn count_in_thread_delta(&self, b: usize) -> Option<&super::index::PoolLocal> {
+        if self.config.striped.is_some() {
+            // No thread has a cache or an index: the stripes count.
+            return None;
+        }
         let pl = self.bind()?;
         if let Some(local) = self.buckets[b].recycler.inner().local_for_current() {
             // SAFETY: `bind` made the calling thread the owner of `pl`, and

@@ -95,6 +95,19 @@ impl Outcome {
         let other = self.results.iter().find(|m| m.name == other)?;
         Some(other.median_ns / ours.median_ns)
     }
+
+    /// The median time per item of the contender `name`, if it ran.
+    pub(crate) fn median(&self, name: &str) -> Option<f64> {
+        self.results
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.median_ns)
+    }
+
+    /// How many times faster the contender `a` is than `b`.
+    pub(crate) fn speedup_of(&self, a: &str, b: &str) -> Option<f64> {
+        Some(self.median(b)? / self.median(a)?)
+    }
 }
 
 /// The outcome measured under `alloc` among `group` (the outcomes of one

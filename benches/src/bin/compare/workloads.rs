@@ -13,10 +13,11 @@ use recycler_benches::buffers::{
     w4_mix, w4_pool, w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope, w5_vec,
 };
 use recycler_benches::{
-    Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeSpinLock, Message,
-    Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned, ShardedSlab, Source, Take,
-    VecPool, recyclers, w1_floor, w1_floor_slot, w1_get_release, w2_producer_consumer,
-    w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner, w9_producer_consumer,
+    Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeMutex,
+    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned,
+    ShardedSlab, Source, Take, VecPool, recyclers, w1_floor, w1_floor_slot, w1_get_release,
+    w2_producer_consumer, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner,
+    w9_producer_consumer,
 };
 use recycler_core::buffer::BufferPool;
 
@@ -144,18 +145,29 @@ struct MsgPeers {
     object_pool: ObjectPool,
     linear: LockfreeLinear,
     spin: LockfreeSpinLock,
+    mutex: LockfreeMutex,
     opool: OPool,
     shark: Poolshark,
 }
 
 /// The peers of W2, by row name.
-const CROSS_THREAD_PEERS: [&str; 6] = [
+const CROSS_THREAD_PEERS: [&str; 7] = [
     "sharded_slab",
     "object_pool",
     "lockfree_linear",
     "lockfree_spinlock",
+    "lockfree_mutex",
     "opool",
     "poolshark",
+];
+
+/// The thread-safe peers that striped mode must beat in W1.
+const THREAD_SAFE_PEERS: [&str; 5] = [
+    "sharded_slab",
+    "object_pool",
+    "lockfree_spinlock",
+    "lockfree_mutex",
+    "opool",
 ];
 
 fn w1_contender<'a, S: Take<Object = Msg>>(
@@ -189,6 +201,7 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
                     w1_contender("object_pool", &peers.object_pool, held),
                     w1_contender("lockfree_linear", &peers.linear, held),
                     w1_contender("lockfree_spinlock", &peers.spin, held),
+                    w1_contender("lockfree_mutex", &peers.mutex, held),
                     w1_contender("opool", &peers.opool, held),
                     w1_contender("opool_local", &opool_local, held),
                     w1_contender("poolshark", &peers.shark, held),
@@ -218,6 +231,20 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
                 floor(&o, "floor_tls_slot"),
                 floor(&o, "floor_tls_vecdeque"),
             ));
+            if b.primary {
+                let striped = o.median("recycler_striped");
+                let slowest_margin = THREAD_SAFE_PEERS
+                    .iter()
+                    .filter_map(|p| Some((*p, o.median(p)? / striped?)))
+                    .min_by(|a, b| a.1.total_cmp(&b.1));
+                if let Some((peer, x)) = slowest_margin {
+                    o.notes.push(format!(
+                        "target: recycler_striped faster than every thread-safe peer \
+                         (closest: {peer}, {x:.2}x); {:.2}x the per-thread recycler",
+                        striped.unwrap_or(f64::NAN) / o.median(recyclers[0].0).unwrap_or(f64::NAN)
+                    ));
+                }
+            }
             o
         })
         .collect()
@@ -475,6 +502,11 @@ fn w6(b: &mut Bench<'_>) -> Vec<Outcome> {
         s.hit_ratio() * 100.0,
         s.created,
         s.dropped
+    ));
+    let slab = o.speedup_of("recycler_striped", "sharded_slab");
+    o.notes.push(format!(
+        "target: recycler_striped >= 2x sharded_slab (now {:.2}x)",
+        slab.unwrap_or(f64::NAN)
     ));
     vec![o]
 }
