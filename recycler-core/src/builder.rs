@@ -36,6 +36,8 @@ pub(crate) struct Config {
     /// Striped mode's number of stripes (a power of two), or `None` for
     /// per-thread caches.
     pub(crate) stripes: Option<usize>,
+    /// Whether idle caches decay ([`crate::decay`]).
+    pub(crate) idle_decay: bool,
 }
 
 /// An idle-memory account shared with other recyclers (the buckets of a
@@ -52,6 +54,7 @@ impl Config {
         max_idle_bytes: None,
         reset_on_return: true,
         stripes: None,
+        idle_decay: true,
     };
 
     /// Whether released objects may be kept at all.
@@ -76,6 +79,7 @@ impl Config {
 /// | [`max_idle_bytes`](Self::max_idle_bytes) | none | cap on the bytes idle objects retain |
 /// | [`reset_on_return`](Self::reset_on_return) | `true` | reset a foreign release on the releasing thread, or at home |
 /// | [`striped`](Self::striped) | off | per-CPU stripes instead of per-thread caches |
+/// | [`idle_decay`](Self::idle_decay) | on | hand what a cache left unused to the depot, now and then |
 ///
 /// # Examples
 ///
@@ -98,6 +102,7 @@ pub struct RecyclerBuilder<T> {
     max_idle_bytes: Option<usize>,
     reset_on_return: bool,
     stripes: Option<usize>,
+    idle_decay: bool,
 }
 
 impl<T> RecyclerBuilder<T> {
@@ -111,6 +116,7 @@ impl<T> RecyclerBuilder<T> {
             max_idle_bytes: None,
             reset_on_return: Config::DEFAULT.reset_on_return,
             stripes: None,
+            idle_decay: Config::DEFAULT.idle_decay,
         }
     }
 
@@ -356,6 +362,50 @@ impl<T> RecyclerBuilder<T> {
         self
     }
 
+    /// Whether a thread's cache gives back, now and then, what it left
+    /// unused (default on). Every 65,536 gets on a cache, its owner hands to
+    /// the depot three quarters of the objects that its batch held, unused,
+    /// the whole time since the last such pass (the batch's low-water mark),
+    /// as jemalloc's thread-cache GC does. So a thread whose load dropped
+    /// does not sit on a full cache that other threads could use, while a
+    /// thread that keeps using its objects keeps them. It costs the owner
+    /// path a test of a count it keeps anyway; turn it off to keep caches
+    /// exactly as full as their use left them.
+    ///
+    /// A thread that stops calling into the recycler altogether keeps its
+    /// cache until it uses the recycler again or exits: only the owner
+    /// touches its cache. For threads that go idle, see
+    /// [`striped`](Self::striped).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool: Recycler<Vec<u8>> = Recycler::new();
+    /// let burst: Vec<_> = (0..1000).map(|_| pool.get()).collect();
+    /// drop(burst); // 1000 idle in this thread's cache
+    /// for _ in 0..200_000 {
+    ///     drop(pool.get()); // from then on, one object at a time
+    /// }
+    /// // Decay handed most of the unused ones to the depot, where other
+    /// // threads find them.
+    /// let found = std::thread::scope(|s| {
+    ///     s.spawn(|| std::iter::from_fn(|| pool.try_get()).take(1000).count())
+    ///         .join()
+    ///         .unwrap()
+    /// });
+    /// assert!(found > 900, "{found}");
+    ///
+    /// let kept = Recycler::<Vec<u8>>::builder().idle_decay(false).build()?;
+    /// # drop(kept);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn idle_decay(mut self, on: bool) -> Self {
+        self.idle_decay = on;
+        self
+    }
+
     /// Checks every setting.
     fn validate(&self) -> Result<Config, ConfigError> {
         if self.batch_size == 0 {
@@ -411,6 +461,7 @@ impl<T> RecyclerBuilder<T> {
             max_idle_bytes: self.max_idle_bytes,
             reset_on_return: self.reset_on_return,
             stripes,
+            idle_decay: self.idle_decay,
         })
     }
 }
@@ -449,6 +500,7 @@ impl<T> fmt::Debug for RecyclerBuilder<T> {
             .field("max_idle_bytes", &self.max_idle_bytes)
             .field("reset_on_return", &self.reset_on_return)
             .field("striped", &self.stripes)
+            .field("idle_decay", &self.idle_decay)
             .finish_non_exhaustive()
     }
 }

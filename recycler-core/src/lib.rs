@@ -201,6 +201,7 @@ pub mod buffer;
 mod builder;
 mod cache;
 mod cpu;
+mod decay;
 mod depot;
 mod error;
 mod exit;

@@ -21,6 +21,7 @@ use std::mem;
 use std::ptr;
 
 use crate::cache::{Cache, Local};
+use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
 use crate::recyclable::Recyclable;
 use crate::registry;
@@ -46,7 +47,9 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: `local` is a cache the calling thread owns, and the
         // closure runs no user code.
         let obj = unsafe { local.with_cache(Cache::pop) }?;
-        Counters::add_owned(&local.counters.hits, 1);
+        if Counters::add_owned_then(&local.counters.hits, 1) % DECAY_PERIOD == 0 {
+            self.decay(local);
+        }
         Some((obj, Home::new(local)))
     }
 
@@ -241,6 +244,9 @@ impl<T: Recyclable> Inner<T> {
                     unsafe { local.abandon() };
                     return None;
                 }
+                // SAFETY: the calling thread owns `local`; the closure runs
+                // no user code.
+                unsafe { local.with_cache(|c| c.low_water = c.batch.len()) };
                 local
             }
         };

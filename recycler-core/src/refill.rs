@@ -8,6 +8,7 @@ use std::mem;
 
 use crate::cache::{Cache, Local};
 use crate::cpu;
+use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
 use crate::loom::Ordering;
 use crate::reclaim::bytes_of;
@@ -81,7 +82,9 @@ impl<T: Recyclable> Inner<T> {
             // SAFETY: the calling thread owns `local`.
             acct.sub(unsafe { self.cell_of(local) }, bytes);
         }
-        Counters::add_owned(&local.counters.hits, 1);
+        if Counters::add_owned_then(&local.counters.hits, 1) % DECAY_PERIOD == 0 {
+            self.decay(local);
+        }
         Some((obj, self.home(Some(local), false)))
     }
 

@@ -45,7 +45,15 @@ impl Counters {
     /// writes `counter` (the cache's owner), which the callers guarantee.
     #[inline(always)]
     pub(crate) fn add_owned(counter: &StatCounter, n: u64) {
-        counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+        Self::add_owned_then(counter, n);
+    }
+
+    /// [`add_owned`](Self::add_owned), returning the new count.
+    #[inline(always)]
+    pub(crate) fn add_owned_then(counter: &StatCounter, n: u64) -> u64 {
+        let now = counter.load(Relaxed).wrapping_add(n);
+        counter.store(now, Relaxed);
+        now
     }
 
     /// Adds `n` to a counter that any thread may write.

@@ -73,6 +73,7 @@ impl PoolInner {
             max_idle_bytes: config.max_idle_memory,
             reset_on_return: true,
             stripes: config.striped,
+            idle_decay: false,
         };
         let buckets = (0..n)
             .map(|i| {
