@@ -121,6 +121,8 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
     /// ```
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
+        #[cfg(feature = "track")]
+        this.recycler().untrack(this.obj.as_ptr());
         this.recycler().count_detached(this.home);
         // SAFETY: `this` is never dropped (`ManuallyDrop`), so the object is
         // taken exactly once, here.
@@ -131,6 +133,8 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
 impl<T: Recyclable> Drop for Pooled<'_, T> {
     #[inline(always)]
     fn drop(&mut self) {
+        #[cfg(feature = "track")]
+        self.recycler().untrack(self.obj.as_ptr());
         // Before the object is taken out: see `Inner::release`.
         let pool = !std::thread::panicking();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
@@ -228,6 +232,8 @@ impl<T: Recyclable> OwnedPooled<T> {
     /// ```
     pub fn into_inner(this: Self) -> T {
         let mut this = ManuallyDrop::new(this);
+        #[cfg(feature = "track")]
+        this.recycler.inner().untrack(&**this.obj);
         this.recycler.inner().count_detached(this.home);
         // SAFETY: `this` is never dropped, so each field is moved out once:
         // the object here, the `Arc` below.
@@ -241,6 +247,8 @@ impl<T: Recyclable> OwnedPooled<T> {
 impl<T: Recyclable> Drop for OwnedPooled<T> {
     #[inline(always)]
     fn drop(&mut self) {
+        #[cfg(feature = "track")]
+        self.recycler.inner().untrack(&**self.obj);
         // Before the object is taken out: see `Inner::release`.
         let pool = !std::thread::panicking();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the

@@ -223,6 +223,8 @@ mod shrink;
 mod slots;
 mod stats;
 mod striped;
+#[cfg(feature = "track")]
+mod track;
 
 pub use crate::builder::RecyclerBuilder;
 pub use crate::error::{AcquireError, ConfigError};
@@ -231,6 +233,9 @@ pub use crate::recyclable::Recyclable;
 pub use crate::recycler::Recycler;
 pub use crate::shrink::ShrinkTo;
 pub use crate::stats::RecyclerStats;
+#[cfg(feature = "track")]
+#[cfg_attr(docsrs, doc(cfg(feature = "track")))]
+pub use crate::track::{LeakSite, Leaks};
 
 #[cfg(feature = "derive")]
 pub use recycler_derive::Recyclable;

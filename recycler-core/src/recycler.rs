@@ -160,11 +160,14 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert_eq!(v[..], [7]);
     /// ```
     #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn get(&self) -> Pooled<'_, T> {
         let (obj, home) = match self.inner.pop_owned() {
             Some(hit) => hit,
             None => self.inner.get_slow(),
         };
+        #[cfg(feature = "track")]
+        self.inner.track(&obj);
         // SAFETY: every home this recycler hands out is one of its caches
         // (possibly the orphan), and the guard borrows the recycler.
         unsafe { Pooled::new(obj, home) }
@@ -186,11 +189,14 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert!(pool.try_get().is_some());
     /// ```
     #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn try_get(&self) -> Option<Pooled<'_, T>> {
         let (obj, home) = match self.inner.pop_owned() {
             Some(hit) => hit,
             None => self.inner.take_pooled()?,
         };
+        #[cfg(feature = "track")]
+        self.inner.track(&obj);
         // SAFETY: as in `get`.
         Some(unsafe { Pooled::new(obj, home) })
     }
@@ -211,11 +217,14 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert_eq!(pool.stats().released_remote, 1);
     /// ```
     #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn get_owned(self: &Arc<Self>) -> OwnedPooled<T> {
         let (obj, home) = match self.inner.pop_owned() {
             Some(hit) => hit,
             None => self.inner.get_slow(),
         };
+        #[cfg(feature = "track")]
+        self.inner.track(&obj);
         OwnedPooled::new(Arc::clone(self), obj, home)
     }
 
@@ -298,6 +307,36 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// ```
     pub fn prefill(&self, n: usize) -> usize {
         self.inner.prefill(n)
+    }
+
+    /// The objects in use, by the call site that took them (feature
+    /// `track`): to find where guards are kept or `mem::forget`-ten. See
+    /// [`Leaks`](crate::Leaks).
+    ///
+    /// With the feature on, `get`, `try_get` and `get_owned` record their
+    /// caller and every release forgets it: a lock and a hash per operation,
+    /// for tests and staging.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(feature = "track")] {
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool: Recycler<String> = Recycler::new();
+    /// let line = line!() + 1;
+    /// std::mem::forget(pool.get()); // never returned
+    /// drop(pool.get()); // returned: not reported
+    /// let leaks = pool.leaks();
+    /// assert_eq!(leaks.in_use(), 1);
+    /// let site = leaks.sites()[0];
+    /// assert_eq!((site.location.file(), site.location.line()), (file!(), line));
+    /// # }
+    /// ```
+    #[cfg(feature = "track")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
+    pub fn leaks(&self) -> crate::Leaks {
+        self.inner.tracker.leaks()
     }
 }
 

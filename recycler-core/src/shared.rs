@@ -76,6 +76,9 @@ pub(crate) struct Inner<T> {
     pub(crate) stripes: Option<Stripes<T>>,
     /// Striped mode's count of freshly made objects, for `ratio`.
     pub(crate) fresh: AtomicUsize,
+    /// Where the live objects were taken (feature `track`).
+    #[cfg(feature = "track")]
+    pub(crate) tracker: crate::track::Tracker,
 }
 
 impl<T: Recyclable + Send + 'static> Inner<T> {
@@ -126,6 +129,8 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
                 .stripes
                 .map(|n| Stripes::new(n, config.max_capacity_per_thread)),
             fresh: AtomicUsize::new(0),
+            #[cfg(feature = "track")]
+            tracker: crate::track::Tracker::default(),
         })
     }
 }
@@ -193,6 +198,23 @@ impl<T> Inner<T> {
     #[inline]
     pub(crate) fn is_discard(&self, home: Home<T>) -> bool {
         std::ptr::eq(home.local_ptr().as_ptr(), &self.discard)
+    }
+
+    /// Records `obj`, just taken, with the caller of the `#[track_caller]`
+    /// method that took it (feature `track`).
+    #[cfg(feature = "track")]
+    #[track_caller]
+    pub(crate) fn track(&self, obj: &T) {
+        self.tracker.taken(
+            std::ptr::from_ref(obj).addr(),
+            std::panic::Location::caller(),
+        );
+    }
+
+    /// Forgets `obj`, returned or detached (feature `track`).
+    #[cfg(feature = "track")]
+    pub(crate) fn untrack(&self, obj: *const T) {
+        self.tracker.returned(obj.addr());
     }
 
     /// Adds to `local`'s counters if the calling thread owns it, else to the
