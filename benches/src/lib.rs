@@ -40,5 +40,5 @@ pub use crate::peers::{
     ResetAllocator, ShardedSlab, SlabGuard, SlabKey,
 };
 pub use crate::recyclers::recyclers;
-pub use crate::source::{Boxed, RecyclerOwned, Source, Take};
+pub use crate::source::{Boxed, FloorSlot, QueueFloor, RecyclerOwned, Source, Take};
 pub use crate::workloads::*;

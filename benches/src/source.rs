@@ -165,3 +165,76 @@ take_and_source!(
     Box<T>,
     |_this| Box::new(T::default())
 );
+
+/// W2's floor: the queue alone. Objects are slots of a fixed ring that is
+/// never freed; `take` zeroes the next slot (as `Box::new(Msg::default())`
+/// writes its object) and the guard's drop does nothing. No allocation, no
+/// pooling: what W2 costs with a pool that costs nothing, so that the other
+/// rows can be read against the harness's own cost.
+///
+/// One producer takes from it at a time (W2's shape); the ring is larger
+/// than what the queue and the consumer can hold at once, so a slot is
+/// never reused while a guard of it lives.
+pub struct QueueFloor {
+    ring: Box<[std::cell::UnsafeCell<Msg>]>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+/// A slot of [`QueueFloor`]'s ring.
+pub struct FloorSlot<'a>(&'a std::cell::UnsafeCell<Msg>);
+
+impl fmt::Debug for FloorSlot<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+/// Slots in [`QueueFloor`]'s ring: more than W2's queue (1024) can hold.
+const FLOOR_SLOTS: usize = 8192;
+
+impl Default for QueueFloor {
+    fn default() -> Self {
+        Self {
+            ring: (0..FLOOR_SLOTS)
+                .map(|_| std::cell::UnsafeCell::new(Msg::default()))
+                .collect(),
+            next: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+}
+
+impl fmt::Debug for QueueFloor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueueFloor").finish_non_exhaustive()
+    }
+}
+
+// SAFETY: a slot is handed to one guard at a time (the ring is larger than
+// what W2 keeps in flight, see above), and a guard moves between threads as
+// a `&mut` would.
+unsafe impl Sync for QueueFloor {}
+// SAFETY: as above.
+unsafe impl Send for FloorSlot<'_> {}
+
+impl std::ops::Deref for FloorSlot<'_> {
+    type Target = Msg;
+
+    fn deref(&self) -> &Msg {
+        // SAFETY: the guard is the slot's only user while it lives.
+        unsafe { &*self.0.get() }
+    }
+}
+
+impl std::ops::DerefMut for FloorSlot<'_> {
+    fn deref_mut(&mut self) -> &mut Msg {
+        // SAFETY: as above.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+take_and_source!(impl[] QueueFloor, Msg, FloorSlot<'a>, |this| {
+    let i = this.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % FLOOR_SLOTS;
+    let mut slot = FloorSlot(&this.ring[i]);
+    *slot = Msg::default();
+    slot
+});

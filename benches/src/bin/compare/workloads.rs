@@ -14,10 +14,10 @@ use recycler_benches::buffers::{
 };
 use recycler_benches::{
     Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeMutex,
-    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned,
-    ShardedSlab, Source, Take, VecPool, recyclers, w1_floor, w1_floor_slot, w1_get_release,
-    w2_producer_consumer, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner,
-    w9_producer_consumer,
+    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, QueueFloor,
+    RecyclerOwned, ShardedSlab, Source, Take, VecPool, recyclers, w1_floor, w1_floor_slot,
+    w1_get_release, w2_producer_consumer, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling,
+    w9_owner, w9_producer_consumer,
 };
 use recycler_core::buffer::BufferPool;
 
@@ -266,6 +266,7 @@ fn w2_contender<'a, S: Source<Object = Msg>>(name: &'static str, source: &'a S) 
 fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
     let recyclers = recyclers::<Msg>();
     let peers = MsgPeers::default();
+    let floor = QueueFloor::default();
     let mut contenders: Vec<Contender<'_>> = recyclers
         .iter()
         .map(|(name, r)| w2_contender(name, r))
@@ -276,8 +277,10 @@ fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
         w2_contender("object_pool", &peers.object_pool),
         w2_contender("lockfree_linear", &peers.linear),
         w2_contender("lockfree_spinlock", &peers.spin),
+        w2_contender("lockfree_mutex", &peers.mutex),
         w2_contender("opool", &peers.opool),
         w2_contender("poolshark", &peers.shark),
+        w2_contender("floor_queue", &floor),
     ]);
     let results = b.measure("W2", &mut contenders);
     drop(contenders);
@@ -296,6 +299,14 @@ fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
         s.created,
         s.dropped
     ));
+    if let Some(x) = o.speedup("floor_queue") {
+        o.notes.push(format!(
+            "floor_queue (the queue alone, no allocation) is {:.2}x faster than \
+             the recycler: no pool can beat box by more than {:.2}x here",
+            1.0 / x,
+            o.speedup_of("floor_queue", "box").unwrap_or(f64::NAN)
+        ));
+    }
     vec![o]
 }
 

@@ -1,0 +1,134 @@
+//! Invariant 7: in steady state a get, a release and a cross-thread handoff
+//! allocate nothing. A counting global allocator counts each thread's
+//! allocations; after a warm-up, the counts must not move.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use recycler_core::Recycler;
+
+/// The system allocator, counting the calling thread's allocations.
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; counting
+// touches only a `const` thread-local without a destructor, which neither
+// allocates nor can be gone while the thread runs.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs() -> u64 {
+    ALLOCS.with(Cell::get)
+}
+
+fn pool(striped: bool) -> Arc<Recycler<Vec<u8>>> {
+    let mut b = Recycler::builder_with_factory(|| Vec::with_capacity(64));
+    if striped {
+        b = b.striped(2);
+    }
+    Arc::new(b.build().unwrap())
+}
+
+#[test]
+fn owner_path_allocates_nothing() {
+    for striped in [false, true] {
+        let pool = pool(striped);
+        let round = |n: usize| {
+            for i in 0..n {
+                let mut held: Vec<_> = Vec::with_capacity(16);
+                for _ in 0..16 {
+                    let mut g = pool.get();
+                    g.push(i as u8);
+                    held.push(g);
+                }
+                drop(held);
+                let mut one = pool.get();
+                one.push(1);
+            }
+        };
+        round(100); // warm up: objects made, caches grown
+        let before = allocs();
+        round(10_000);
+        // Each round allocates its own `held` vector: 10,000 of them.
+        assert_eq!(allocs() - before, 10_000, "striped {striped}");
+    }
+}
+
+#[test]
+fn cross_thread_handoff_allocates_nothing() {
+    for striped in [false, true] {
+        let pool = pool(striped);
+        const ROUNDS: usize = 200;
+        const PER_ROUND: usize = 256;
+        // A bounded channel allocates its slots once, here; its sends and
+        // receives allocate nothing.
+        let (tx, rx) = crossbeam_channel::bounded(PER_ROUND);
+        let (back_tx, back_rx) = crossbeam_channel::bounded::<()>(1);
+        let barrier = Arc::new(Barrier::new(2));
+        let consumer = {
+            let barrier = Arc::clone(&barrier);
+            thread::spawn(move || {
+                let mut counted = None;
+                for round in 0..ROUNDS {
+                    if round == ROUNDS / 2 {
+                        counted = Some(allocs());
+                    }
+                    for _ in 0..PER_ROUND {
+                        let g: recycler_core::OwnedPooled<Vec<u8>> = rx.recv().unwrap();
+                        drop(g); // a foreign release
+                    }
+                    back_tx.send(()).unwrap();
+                }
+                barrier.wait();
+                allocs() - counted.unwrap()
+            })
+        };
+        let mut counted = None;
+        for round in 0..ROUNDS {
+            if round == ROUNDS / 2 {
+                counted = Some(allocs());
+            }
+            for i in 0..PER_ROUND {
+                let mut g = pool.get_owned();
+                g.push(i as u8);
+                tx.send(g).unwrap();
+            }
+            back_rx.recv().unwrap();
+        }
+        let producer = allocs() - counted.unwrap();
+        barrier.wait();
+        let consumer = consumer.join().unwrap();
+        assert_eq!(
+            (producer, consumer),
+            (0, 0),
+            "striped {striped}: allocations in the second half: {}",
+            pool.stats()
+        );
+        let s = pool.stats();
+        assert!(s.hit_ratio() > 0.99, "{s}");
+    }
+}
