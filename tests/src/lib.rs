@@ -12,6 +12,11 @@ pub struct DeriveGuide;
 #[doc = include_str!("../../docs/buffers.md")]
 pub struct BuffersGuide;
 
+/// `docs/guide.md`: the guide, whose examples run as this crate's doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/guide.md")]
+pub struct Guide;
+
 /// `README.md`: its examples run as this crate's doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

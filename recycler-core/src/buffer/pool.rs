@@ -163,6 +163,42 @@ impl BufferPool {
         }
     }
 
+    /// A pooled buffer of at least `capacity` bytes, if the pool holds one:
+    /// never allocates, never waits. It looks where
+    /// [`acquire`](Self::acquire) looks before allocating (this thread's
+    /// cache of the bucket, its inbox, the bucket's depot; in striped mode,
+    /// the stripes) and returns `None` if that finds nothing, or if
+    /// `capacity` is above `max_capacity` (such buffers are not pooled).
+    ///
+    /// The counterpart of [`Recycler::try_get`](crate::Recycler::try_get).
+    /// ([`try_acquire`](Self::try_acquire) is the other kind of "try": it
+    /// allocates if it must, and fails with an error at the memory limit
+    /// instead of panicking, as `Vec::try_reserve` does.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::new();
+    /// assert!(pool.try_acquire_pooled(100).is_none()); // nothing pooled yet
+    /// drop(pool.acquire(100));
+    /// let buf = pool.try_acquire_pooled(4096).unwrap(); // the same bucket
+    /// assert_eq!(buf.capacity(), 4096);
+    /// assert!(pool.try_acquire_pooled(100_000).is_none()); // never pooled
+    /// assert_eq!(pool.stats().allocated_memory, 4096);
+    /// ```
+    #[inline]
+    pub fn try_acquire_pooled(&self, capacity: usize) -> Option<PooledBuf<'_>> {
+        let inner = &*self.inner;
+        let idx = inner.bucket_index(capacity);
+        let (buf, home) = match inner.pop_fast(idx) {
+            Some(hit) => hit,
+            None => inner.take_pooled(idx)?,
+        };
+        Some(PooledBuf::new(inner, buf, home, idx as u32))
+    }
+
     /// Like [`try_acquire`](Self::try_acquire), but at the `memory_limit`
     /// waits up to `timeout` for other threads to release memory, with
     /// bounded back-off (spins, yields, then sleeps from 10 µs doubling to

@@ -70,6 +70,26 @@ impl PoolInner {
         Ok((got.0, got.1, idx as u32))
     }
 
+    /// A pooled buffer of bucket `idx` that the owner path did not find, if
+    /// the calling thread can reach one; `None` past the last bucket.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn take_pooled(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
+        let inner = self.buckets.get(idx)?.recycler.inner();
+        let pl = self.count_in_thread_delta(idx);
+        let (mut buf, home) = inner.take_pooled()?;
+        Buf::reset(&mut buf);
+        if let Some(pl) = pl
+            && let Some(local) = inner.local_for_current()
+        {
+            // SAFETY: `count_in_thread_delta` bound the calling thread's
+            // index, `local_for_current` returns a cache it owns, and
+            // `take_pooled` sent what was pending in it.
+            unsafe { self.index(pl, idx, local) };
+        }
+        Some((buf, home))
+    }
+
     /// Allocates a buffer of `capacity` bytes, reserved on the ledger.
     fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
         let align = self.config.alignment;
