@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 
 use crate::inbox::Batch;
-use crate::loom::{Mutex, MutexGuard};
+use crate::loom::{AtomicUsize, Mutex, MutexGuard, Ordering};
 
 /// Empty batch vectors kept for reuse at most.
 const MAX_SPARES: usize = 64;
@@ -21,6 +21,10 @@ const MAX_SPARES: usize = 64;
 pub(crate) struct Depot<T> {
     state: Mutex<State<T>>,
     capacity: usize,
+    /// Objects held, as of the last change (written under the lock, read
+    /// without it): lets an eviction walk skip an empty depot without
+    /// taking its lock.
+    hint: AtomicUsize,
 }
 
 struct State<T> {
@@ -40,7 +44,14 @@ impl<T> Depot<T> {
                 spares: Vec::new(),
             }),
             capacity,
+            hint: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether the depot held nothing at its last change (a hint: it may
+    /// be stale by the time it is read).
+    pub(crate) fn looks_empty(&self) -> bool {
+        self.hint.load(Ordering::Relaxed) == 0
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -65,6 +76,7 @@ impl<T> Depot<T> {
         let rejected = (batch.len() > room).then(|| batch.split_off(room));
         state.len += batch.len();
         state.batches.push(batch);
+        self.hint.store(state.len, Ordering::Relaxed);
         rejected
     }
 
@@ -85,6 +97,7 @@ impl<T> Depot<T> {
             batch.extend(from.drain(..fits));
             state.len += fits;
             state.batches.push(batch);
+            self.hint.store(state.len, Ordering::Relaxed);
         }
         drop(state);
         (fits < n).then(|| from.drain(..n - fits).collect())
@@ -95,6 +108,7 @@ impl<T> Depot<T> {
         let mut state = self.lock();
         let batch = state.batches.pop()?;
         state.len -= batch.len();
+        self.hint.store(state.len, Ordering::Relaxed);
         Some(batch)
     }
 
@@ -111,6 +125,7 @@ impl<T> Depot<T> {
         }
         if obj.is_some() {
             state.len -= 1;
+            self.hint.store(state.len, Ordering::Relaxed);
         }
         obj
     }
@@ -131,6 +146,7 @@ impl<T> Depot<T> {
     pub(crate) fn drain(&self) -> Vec<Batch<T>> {
         let mut state = self.lock();
         state.len = 0;
+        self.hint.store(0, Ordering::Relaxed);
         std::mem::take(&mut state.batches)
     }
 

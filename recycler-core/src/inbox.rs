@@ -100,6 +100,11 @@ impl<T> Inbox<T> {
         }
     }
 
+    /// Whether nothing is queued (a snapshot).
+    pub(crate) fn looks_empty(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) == 0
+    }
+
     /// Objects queued now (a snapshot).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

@@ -139,6 +139,25 @@ impl<T: Recyclable> Inner<T> {
         pass_on(first.or(dropped));
     }
 
+    /// Whether anything `evict` reaches may hold idle objects: `own`, the
+    /// depot, an inbox, a stripe. Atomic hints, no lock: so that a walk over
+    /// thousands of buckets (a buffer pool's, under a small idle cap) skips
+    /// the empty ones for a few loads each, instead of taking every
+    /// depot's lock. A hint may be stale; the walk then frees less, and the
+    /// release that asked drops its own object instead.
+    ///
+    /// # Safety
+    ///
+    /// `own`, if given, is a cache of this recycler that the calling thread
+    /// owns.
+    unsafe fn may_hold_idle(&self, own: Option<&Local<T>>) -> bool {
+        // SAFETY: the caller owns `own`; the closure runs no user code.
+        own.is_some_and(|l| unsafe { l.with_cache(|c| c.len() > 0) })
+            || !self.depot.looks_empty()
+            || self.stripes.as_ref().is_some_and(|s| s.idle() > 0)
+            || self.all_caches().any(|l| !l.inbox.looks_empty())
+    }
+
     /// Frees idle objects worth at least `want` bytes if it can: from `own`
     /// (the coldest first, the slot last), then from the depot, then from the
     /// inboxes. Counts them as evicted and dropped, takes their bytes off the
@@ -149,6 +168,10 @@ impl<T: Recyclable> Inner<T> {
     /// `own`, if given, is a cache of this recycler that the calling thread
     /// owns.
     pub(crate) unsafe fn evict(&self, want: u64, own: Option<&Local<T>>) -> u64 {
+        // SAFETY: the caller owns `own`.
+        if !unsafe { self.may_hold_idle(own) } {
+            return 0;
+        }
         let mut victims: Batch<T> = Vec::new();
         let mut freed = 0u64;
         if let Some(local) = own {

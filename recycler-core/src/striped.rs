@@ -351,7 +351,6 @@ impl<T> Stripes<T> {
     }
 
     /// Idle objects now, across stripes (a snapshot).
-    #[cfg(test)]
     pub(crate) fn idle(&self) -> usize {
         self.stripes.iter().map(Stripe::len).sum()
     }

@@ -43,6 +43,11 @@ pub(crate) struct PoolInner {
     /// that their release never looks at (their origin sends them to be
     /// freed).
     pub(crate) oversize_home: Local<Buf>,
+    /// What a scope bumps its slices from: the capacity of its buffers (a
+    /// bucket's, at most 64 KiB), the alignment of every buffer, and the
+    /// bucket step; worked out once, since a scope is often made per
+    /// request.
+    pub(crate) scope_chunk: (usize, usize, usize),
 }
 
 /// One bucket: a recycler of buffers of one capacity.
@@ -99,6 +104,14 @@ impl PoolInner {
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
             oversize_home: Local::new(0, 1, std::ptr::null()),
+            scope_chunk: {
+                let chunk = config.max_capacity.min(64 << 10).div_ceil(step) * step;
+                (
+                    chunk.min(config.max_capacity),
+                    config.alignment.max(1),
+                    step,
+                )
+            },
         }
     }
 

@@ -171,7 +171,7 @@ impl PoolInner {
             reclaims += 1;
             let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
             let start = idle::random_below(self.buckets.len(), allocated);
-            if self.evict_walk(short, None, start) == 0 {
+            if self.evict_walk(short, None, start, usize::MAX) == 0 {
                 return Err(fail);
             }
         }

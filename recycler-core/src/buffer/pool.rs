@@ -330,10 +330,9 @@ impl BufferPool {
     /// The capacity of the buffers a scope bump-allocates its slices from
     /// (a bucket's, at most 64 KiB), the alignment of every buffer, and the
     /// bucket step.
+    #[inline]
     pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
-        let c = &self.inner.config;
-        let chunk = c.max_capacity.min(64 << 10).div_ceil(c.bucket_step) * c.bucket_step;
-        (chunk.min(c.max_capacity), c.alignment.max(1), c.bucket_step)
+        self.inner.scope_chunk
     }
 
     /// A snapshot of the pool's counters, summed over all threads: exact once
@@ -468,7 +467,7 @@ mod tests {
         fill(&p, &[4096, 8192, 12288, 16384], 2);
         let inner = p.inner();
         // Want 3 buffers' worth of bucket 1 (8 KiB each): start at 1, skip 2.
-        let freed = inner.evict_walk(3 * 8192, Some(2), 1);
+        let freed = inner.evict_walk(3 * 8192, Some(2), 1, usize::MAX);
         let s = p.stats();
         assert_eq!(s.buckets[1].evicts, 2, "bucket 1 first: {s}");
         assert_eq!(s.buckets[2].evicts, 0, "bucket 2 skipped: {s}");
@@ -476,7 +475,7 @@ mod tests {
         assert_eq!(s.buckets[0].evicts, 0, "never reached: {s}");
         assert_eq!(freed, 2 * 8192 + 16384);
         // Wrapping around: start at the last bucket.
-        let freed = inner.evict_walk(16384 + 4096, None, 3);
+        let freed = inner.evict_walk(16384 + 4096, None, 3, usize::MAX);
         let s = p.stats();
         assert_eq!((s.buckets[3].evicts, s.buckets[0].evicts), (2, 1), "{s}");
         assert_eq!(freed, 16384 + 4096);
