@@ -4,9 +4,6 @@
 //! it forgets what was written and keeps the allocation.
 
 use std::fmt;
-use std::mem::MaybeUninit;
-use std::ptr;
-use std::slice;
 
 use recycler_derive::Recyclable;
 
@@ -60,6 +57,7 @@ impl Buf {
         self.raw.alignment()
     }
 
+    #[cfg(test)]
     #[inline(always)]
     pub(crate) fn as_ptr(&self) -> *const u8 {
         self.raw.as_ptr()
@@ -71,34 +69,21 @@ impl Buf {
     }
 
     /// The written bytes.
+    #[cfg(test)]
     #[inline(always)]
     pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: `..len` is initialized and inside the allocation, which
         // `self` owns and nothing else writes while it is borrowed.
-        unsafe { slice::from_raw_parts(self.raw.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.raw.as_ptr(), self.len) }
     }
 
     /// The written bytes, mutable.
+    #[cfg(test)]
     #[inline(always)]
     pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         let len = self.len;
         // SAFETY: as in `as_slice`, with a unique borrow of `self`.
-        unsafe { slice::from_raw_parts_mut(self.raw.as_mut_ptr(), len) }
-    }
-
-    /// The bytes after the written part, up to the capacity.
-    #[inline(always)]
-    pub(crate) fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
-        let (len, cap) = (self.len, self.capacity());
-        // SAFETY: `len <= cap`, so `len..cap` lies inside the allocation;
-        // `MaybeUninit` makes no claim about its contents, and the unique
-        // borrow of `self` keeps everything else off it.
-        unsafe {
-            slice::from_raw_parts_mut(
-                self.raw.as_mut_ptr().add(len).cast::<MaybeUninit<u8>>(),
-                cap - len,
-            )
-        }
+        unsafe { std::slice::from_raw_parts_mut(self.raw.as_mut_ptr(), len) }
     }
 
     /// Sets the length.
@@ -112,37 +97,21 @@ impl Buf {
         self.len = new_len;
     }
 
-    /// Shortens the written part to `len` bytes (no-op if already shorter).
-    #[inline]
-    pub(crate) fn truncate(&mut self, len: usize) {
-        if len < self.len {
-            self.len = len;
-        }
-    }
-
     /// Appends `bytes`; the caller has made room for them.
+    #[cfg(test)]
     #[inline(always)]
     pub(crate) fn append_within_capacity(&mut self, bytes: &[u8]) {
         debug_assert!(bytes.len() <= self.capacity() - self.len);
         // SAFETY: the caller has checked that `bytes` fits after `len`; a
         // `&[u8]` cannot overlap the unique allocation of `self`.
         unsafe {
-            ptr::copy_nonoverlapping(
+            std::ptr::copy_nonoverlapping(
                 bytes.as_ptr(),
                 self.raw.as_mut_ptr().add(self.len),
                 bytes.len(),
             );
         }
         self.len += bytes.len();
-    }
-
-    /// Appends `n` copies of `value`; the caller has made room for them.
-    #[inline(always)]
-    pub(crate) fn fill_within_capacity(&mut self, value: u8, n: usize) {
-        debug_assert!(n <= self.capacity() - self.len);
-        // SAFETY: the caller has checked that `n` bytes fit after `len`.
-        unsafe { self.raw.as_mut_ptr().add(self.len).write_bytes(value, n) };
-        self.len += n;
     }
 
     /// Makes the first `len` bytes (within the capacity) initialized, zeroing

@@ -14,6 +14,7 @@ use std::ops::{Deref, DerefMut};
 use super::buckets::GROWN;
 use super::buf::Buf;
 use super::inner::PoolInner;
+use super::loan::Loan;
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
 use crate::error::AcquireError;
@@ -100,7 +101,7 @@ impl PoolRef for Arc<BufferPool> {
 /// ```
 pub struct PooledBuf<'a> {
     pool: &'a PoolInner,
-    buf: ManuallyDrop<Box<Buf>>,
+    buf: ManuallyDrop<Loan>,
     home: Home<Buf>,
     /// The bucket the buffer came from, or `OVERSIZE`; marked `GROWN` once
     /// the buffer has grown.
@@ -132,7 +133,7 @@ pub struct PooledBuf<'a> {
 /// ```
 pub struct OwnedPooledBuf {
     pool: Arc<BufferPool>,
-    buf: ManuallyDrop<Box<Buf>>,
+    buf: ManuallyDrop<Loan>,
     home: Home<Buf>,
     origin: u32,
 }
@@ -155,7 +156,7 @@ impl<'a> PooledBuf<'a> {
     pub(crate) fn new(pool: &'a PoolInner, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
         Self {
             pool,
-            buf: ManuallyDrop::new(buf),
+            buf: ManuallyDrop::new(Loan::new(buf)),
             home,
             origin,
         }
@@ -166,15 +167,14 @@ impl<'a> PooledBuf<'a> {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped, so the buffer is taken once, here.
         let buf = unsafe { ManuallyDrop::take(&mut this.buf) };
-        (buf, this.home, this.origin)
+        (buf.into_buf(), this.home, this.origin)
     }
 
     /// Makes the first `len` bytes initialized (zeroing what was never
     /// written) and the length `len`, and returns the first byte, for a
     /// scope. `len <= capacity()`.
     pub(crate) fn init_to(&mut self, len: usize) -> *mut u8 {
-        self.buf.init_to(len);
-        self.buf.as_mut_ptr()
+        self.buf.init_to(len)
     }
 }
 
@@ -182,7 +182,7 @@ impl OwnedPooledBuf {
     pub(crate) fn new(pool: Arc<BufferPool>, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
         Self {
             pool,
-            buf: ManuallyDrop::new(buf),
+            buf: ManuallyDrop::new(Loan::new(buf)),
             home,
             origin,
         }
@@ -194,53 +194,70 @@ impl OwnedPooledBuf {
 #[inline]
 fn try_reserve(
     pool: &PoolInner,
-    buf: &mut Buf,
+    loan: &mut Loan,
     origin: &mut u32,
     additional: usize,
 ) -> Result<(), AcquireError> {
-    if buf.capacity() - buf.len() >= additional {
+    if loan.capacity() - loan.len() >= additional {
         return Ok(());
     }
-    grow(pool, buf, origin, additional)
+    let len = loan.len();
+    let grown = grow(pool, loan.buf_mut(), len, *origin, additional);
+    loan.refresh();
+    *origin = grown?;
+    Ok(())
 }
 
+/// Grows `buf`, whose length is `len` (the loan's), to hold `additional`
+/// more bytes; returns the guard's `origin`, marked [`GROWN`]. Out of line,
+/// and given the buffer and values rather than the guard's fields by
+/// address, so that the guard's fields stay in registers on the paths that
+/// do not grow.
 #[cold]
 #[inline(never)]
 fn grow(
     pool: &PoolInner,
     buf: &mut Buf,
-    origin: &mut u32,
+    len: usize,
+    origin: u32,
     additional: usize,
-) -> Result<(), AcquireError> {
+) -> Result<u32, AcquireError> {
     // `len + additional` overflowing is one more size no buffer can have:
     // the same error, with `requested` saturated.
-    let needed = buf
-        .len()
-        .checked_add(additional)
-        .ok_or(AcquireError::TooLarge {
-            requested: usize::MAX,
-            max: AlignedBuf::max_capacity(buf.alignment()),
-        })?;
+    let needed = len.checked_add(additional).ok_or(AcquireError::TooLarge {
+        requested: usize::MAX,
+        max: AlignedBuf::max_capacity(buf.alignment()),
+    })?;
+    // SAFETY: `len` is the loan's length: within the capacity, initialized.
+    unsafe { buf.set_len(len) };
     pool.grow(buf, needed)?;
     // The release sees at once that the buffer left its bucket's capacity.
-    *origin |= GROWN;
-    Ok(())
+    Ok(origin | GROWN)
 }
 
 /// Makes room for `additional` more bytes, or panics as `Vec` does.
 #[inline]
-fn reserve(pool: &PoolInner, buf: &mut Buf, origin: &mut u32, additional: usize) {
-    if buf.capacity() - buf.len() < additional {
-        grow_or_panic(pool, buf, origin, additional);
+fn reserve(pool: &PoolInner, loan: &mut Loan, origin: &mut u32, additional: usize) {
+    if loan.capacity() - loan.len() < additional {
+        let len = loan.len();
+        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional);
+        loan.refresh();
     }
 }
 
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn grow_or_panic(pool: &PoolInner, buf: &mut Buf, origin: &mut u32, additional: usize) {
-    if let Err(err) = grow(pool, buf, origin, additional) {
-        panic!("pooled buffer cannot grow: {err}");
+fn grow_or_panic(
+    pool: &PoolInner,
+    buf: &mut Buf,
+    len: usize,
+    origin: u32,
+    additional: usize,
+) -> u32 {
+    match grow(pool, buf, len, origin, additional) {
+        Ok(origin) => origin,
+        Err(err) => panic!("pooled buffer cannot grow: {err}"),
     }
 }
 
@@ -456,7 +473,7 @@ macro_rules! buf_api {
                 // SAFETY: `drop` runs once, and the guards' `into_parts`
                 // forgets the guard, so the buffer is taken exactly once.
                 let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
-                self.pool.pool_inner().release(buf, self.home, self.origin);
+                self.pool.pool_inner().release_parts(buf.into_buf(), self.home, self.origin);
             }
         }
 
@@ -698,7 +715,10 @@ mod tests {
 
     assert_impl_all!(PooledBuf<'static>: Send, Sync);
     assert_impl_all!(OwnedPooledBuf: Send, Sync);
-    const_assert!(size_of::<PooledBuf<'static>>() <= 4 * size_of::<usize>());
+    // The pool, the buffer's box, its pointer, length and capacity (the
+    // loan), its home and its origin: seven words, moved like a `Vec` and a
+    // little more.
+    const_assert!(size_of::<PooledBuf<'static>>() <= 7 * size_of::<usize>());
 
     #[test]
     fn vec_like() {

