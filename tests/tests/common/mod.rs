@@ -19,8 +19,10 @@ pub(crate) struct Counts {
     pub(crate) reset_panics: AtomicBool,
     /// While set, the factory panics.
     pub(crate) factory_panics: AtomicBool,
-    /// While set, `retained_bytes` panics.
+    /// While set, `retained_bytes` panics (after `retained_skip` more calls
+    /// that do not).
     pub(crate) retained_panics: AtomicBool,
+    pub(crate) retained_skip: AtomicU64,
     /// How many more `Drop`s panic (after counting the object destroyed);
     /// none while the dropping thread is already panicking, which would
     /// abort.
@@ -95,7 +97,13 @@ impl Recyclable for Counted {
     }
 
     fn retained_bytes(&self) -> usize {
-        if self.counts.retained_panics.load(SeqCst) {
+        if self.counts.retained_panics.load(SeqCst)
+            && self
+                .counts
+                .retained_skip
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_err()
+        {
             panic!("retained_bytes failure (test)");
         }
         self.data.capacity() * 8
