@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Loom models of the recycler's cross-thread paths (tests/tests/loom.rs),
 # built against the real code with `--cfg loom`, in release with debug
-# assertions, in a target directory of their own so that the normal build
-# cache is not invalidated.
+# assertions, in a target directory of their own (`loom` under
+# CARGO_TARGET_DIR, or under `target`) so that the normal build cache is not
+# invalidated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom -C debug-assertions"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
-cargo test -p recycler-tests --release --test loom --test loom_buffer --test loom_striped --target-dir target/loom -- --test-threads=2 "$@"
+cargo test -p recycler-tests --release --test loom --test loom_buffer --test loom_striped --target-dir "${CARGO_TARGET_DIR:-target}/loom" -- --test-threads=2 "$@"

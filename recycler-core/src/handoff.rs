@@ -199,6 +199,24 @@ impl<T: Recyclable> Inner<T> {
         }
     }
 
+    /// Sends the calling thread's pending foreign releases home, if it owns
+    /// a cache of this recycler; claims none. For the buffer pool's reclaim
+    /// at its memory limit, which frees only what is in a cache it reaches,
+    /// the depot or an inbox: not what waits here to be sent.
+    pub(crate) fn flush_own_pending(&self) {
+        let token = registry::current();
+        if !registry::is_live(token) {
+            return;
+        }
+        let local = registry::registered(self.id).cast::<Local<T>>();
+        // SAFETY: a cache the calling thread registered for this recycler's
+        // id is one of its caches (alive: `&self`).
+        match unsafe { local.as_ref() } {
+            Some(local) if local.is_owned_by(token) => self.flush_pending(local),
+            _ => {}
+        }
+    }
+
     /// Sends `batch` to the inbox of `home` (to the depot if the inbox is
     /// full). If `home` has been given up by its thread, drains that inbox
     /// into the depot, so nothing strands. `mine` is the calling thread's

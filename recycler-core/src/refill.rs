@@ -4,6 +4,7 @@
 //! inbox, else a batch from the shared depot, and only then calls the
 //! factory.
 
+use std::cell::Cell;
 use std::mem;
 
 use crate::cache::{Cache, Local};
@@ -184,9 +185,9 @@ impl<T: Recyclable> Inner<T> {
     /// would take idle memory over its cap (that object is dropped).
     /// Returns how many it added.
     ///
-    /// Objects are counted once they are stored (or dropped), so a factory
-    /// or a `retained_bytes` that panics leaves the books as they were for
-    /// the objects of the batch being made, which drop with it.
+    /// A factory or a `retained_bytes` that panics drops the objects of the
+    /// batch being made with the unwinding; they are counted as made and
+    /// dropped.
     pub(crate) fn prefill(&self, n: usize) -> usize {
         if !self.config.pooling() {
             return 0;
@@ -202,15 +203,20 @@ impl<T: Recyclable> Inner<T> {
                 break;
             }
             let mut batch = Vec::with_capacity(room.min(self.config.batch_size));
+            // Should the factory or `retained_bytes` panic, the objects
+            // made for this batch so far drop with the unwinding: counted
+            // as made and dropped.
+            let in_hand = Cell::new(0u64);
+            let unwinding = OnUnwind(|| self.count_made_and_dropped(in_hand.get()));
             let mut over_cap = false;
             while batch.len() < batch.capacity() {
                 let obj = Box::new((self.factory)());
+                in_hand.set(batch.len() as u64 + 1);
                 if let Some(acct) = &self.idle {
                     if !acct.admit(None, bytes_of(&obj), self.member) {
                         // Made, never idle: counted as made and dropped.
-                        Counters::add_shared(&self.shared.created, 1);
-                        Counters::add_shared(&self.shared.prefilled, 1);
-                        Counters::add_shared(&self.shared.dropped, 1);
+                        self.count_made_and_dropped(1);
+                        in_hand.set(batch.len() as u64);
                         drop(obj);
                         over_cap = true;
                         break;
@@ -218,6 +224,7 @@ impl<T: Recyclable> Inner<T> {
                 }
                 batch.push(obj);
             }
+            mem::forget(unwinding);
             let made = batch.len();
             Counters::add_shared(&self.shared.created, made as u64);
             Counters::add_shared(&self.shared.prefilled, made as u64);
@@ -239,6 +246,13 @@ impl<T: Recyclable> Inner<T> {
             }
         }
         added
+    }
+
+    /// Counts `n` objects that `prefill` made and dropped.
+    fn count_made_and_dropped(&self, n: u64) {
+        Counters::add_shared(&self.shared.created, n);
+        Counters::add_shared(&self.shared.prefilled, n);
+        Counters::add_shared(&self.shared.dropped, n);
     }
 
     /// Moves up to a batch from `local`'s inbox into its cache (resetting

@@ -257,6 +257,46 @@ fn two_threads_overshoot_within_the_documented_bound() {
     assert_eq!(s.accounted_idle_memory, s.idle_memory, "{s}");
 }
 
+/// At the limit, the reclaim also frees idle buffers released on the
+/// calling thread whose home is another thread's cache and which wait there
+/// to be sent home (they used to be out of its reach: `LimitExceeded` with
+/// an idle buffer on the very thread asking).
+#[test]
+fn limit_reclaims_buffers_released_here_for_another_home() {
+    for home_exits in [true, false] {
+        let pool = Arc::new(
+            BufferPool::builder()
+                .max_capacity(8 * KIB)
+                .memory_limit(8 * KIB)
+                .build()
+                .unwrap(),
+        );
+        let (away_tx, away_rx) = mpsc::channel();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let p = Arc::clone(&pool);
+        let mut home = Some(thread::spawn(move || {
+            away_tx.send(p.acquire_owned(4 * KIB)).unwrap();
+            if !home_exits {
+                let _ = done_rx.recv();
+            }
+        }));
+        if home_exits {
+            home.take().unwrap().join().unwrap();
+        }
+        drop(away_rx.recv().unwrap()); // released here: pending, idle
+        let s = pool.stats();
+        assert_eq!((s.idle_memory, s.allocated_memory), (4096, 4096), "{s}");
+        let big = pool.try_acquire(8 * KIB);
+        assert!(big.is_ok(), "home exits: {home_exits}: {big:?}");
+        let s = pool.stats();
+        assert_eq!(s.bucket(4 * KIB).unwrap().evicts, 1, "{s}");
+        drop((big, done_tx));
+        if let Some(home) = home {
+            home.join().unwrap();
+        }
+    }
+}
+
 #[test]
 fn limit_trims_idle_memory_then_fails_with_the_numbers() {
     let pool = BufferPool::builder()

@@ -4,7 +4,9 @@
 
 mod common;
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::SeqCst;
 use std::thread;
 
 use common::{Counts, assert_conserved, builder};
@@ -125,14 +127,10 @@ fn a_panicking_reset_under_a_cap_leaves_the_books_straight() {
     let mut a = pool.get();
     a.data.reserve(10);
     let b = pool.get();
-    counts
-        .reset_panics
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(a)));
+    counts.reset_panics.store(true, SeqCst);
+    let result = catch_unwind(AssertUnwindSafe(|| drop(a)));
     assert!(result.is_err());
-    counts
-        .reset_panics
-        .store(false, std::sync::atomic::Ordering::SeqCst);
+    counts.reset_panics.store(false, SeqCst);
     drop(b);
     let s = pool.stats();
     assert_eq!((s.idle, s.dropped), (1, 1), "{s}");
@@ -194,4 +192,56 @@ fn many_threads_stay_within_the_bound() {
     assert!(s.dropped > 0, "the cap was reached: {s}");
     assert_conserved(&pool, &counts, 0);
     assert_eq!(drain_bytes(&pool), (s.idle as usize, s.idle_bytes), "exact");
+}
+
+/// A `retained_bytes` that panics as a guard is released under a cap: the
+/// panic reaches the code that dropped the guard, and the object, dropped
+/// by the unwinding, is counted as released and dropped (it used to stay
+/// "in use" forever).
+#[test]
+fn a_panicking_retained_bytes_on_release_counts_the_object_dropped() {
+    let counts = Counts::new();
+    let pool = builder(&counts).max_idle_bytes(1 << 20).build().unwrap();
+    let a = pool.get();
+    let b = pool.get();
+    counts.retained_panics.store(true, SeqCst);
+    let result = catch_unwind(AssertUnwindSafe(|| drop(a)));
+    counts.retained_panics.store(false, SeqCst);
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert_eq!(counts.destroyed(), 1);
+    let s = pool.stats();
+    assert_eq!((s.in_use, s.idle, s.dropped), (1, 0, 1), "{s}");
+    drop(b);
+    let s = pool.stats();
+    assert_eq!(
+        (s.in_use, s.idle, s.dropped, s.idle_bytes),
+        (0, 1, 1, 32),
+        "{s}"
+    );
+    assert_conserved(&pool, &counts, 0);
+}
+
+/// A `retained_bytes` that panics as an idle object is taken under a cap:
+/// the panic reaches the caller of `get`, and the object, dropped by the
+/// unwinding, is counted as dropped, not as handed out (the hit used to be
+/// counted before the measure, so the object stayed "in use" forever).
+#[test]
+fn a_panicking_retained_bytes_on_get_counts_the_object_dropped() {
+    let counts = Counts::new();
+    let pool = builder(&counts).max_idle_bytes(1 << 20).build().unwrap();
+    drop(pool.get());
+    assert_eq!(pool.stats().idle, 1);
+    counts.retained_panics.store(true, SeqCst);
+    let result = catch_unwind(AssertUnwindSafe(|| drop(pool.get())));
+    counts.retained_panics.store(false, SeqCst);
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert_eq!(counts.destroyed(), 1);
+    let s = pool.stats();
+    assert_eq!((s.in_use, s.idle, s.dropped), (0, 0, 1), "{s}");
+    assert_conserved(&pool, &counts, 0);
+    // Usable afterwards.
+    drop(pool.get());
+    let s = pool.stats();
+    assert_eq!((s.in_use, s.idle, s.created), (0, 1, 2), "{s}");
+    assert_conserved(&pool, &counts, 0);
 }

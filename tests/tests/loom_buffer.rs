@@ -14,10 +14,11 @@
 mod loom_support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use loom_support::{model, spawn};
-use recycler_core::Recycler;
 use recycler_core::buffer::BufferPool;
+use recycler_core::{AcquireError, Recycler};
 
 /// Two buckets of 16 and 32 bytes, idle memory capped at `cap`; one idle
 /// buffer per thread and per bucket, moved one at a time.
@@ -123,5 +124,91 @@ fn recycler_idle_bytes_under_two_foreign_releases() {
         let bytes: usize = reachable.iter().map(|v| v.capacity()).sum();
         assert_eq!(reachable.len() as u64, s.idle, "{s}");
         assert_eq!(bytes as u64, s.idle_bytes, "counted exactly: {s}");
+    });
+}
+
+/// A thread gives its index in the pool up as it exits, while two threads
+/// acquire for the first time: each claims an index nobody owns (the one
+/// given up, by compare-and-swap) or pushes a new one, and the exited
+/// thread's buffer stays reachable.
+#[test]
+fn two_index_claims_race_an_exit() {
+    model(|| {
+        let pool = tiny_pool(64);
+        let p = Arc::clone(&pool);
+        let leaver = spawn(move || drop(p.acquire(16)));
+        let p = Arc::clone(&pool);
+        let claimer = spawn(move || drop(p.acquire(16)));
+        drop(pool.acquire(32)); // this thread's first use: a claim too
+        leaver.join().unwrap();
+        claimer.join().unwrap();
+        audit(&pool, 64, 3);
+    });
+}
+
+/// At a memory limit of 32 bytes with an idle 16-byte buffer in the depot:
+/// one thread asks for 32 bytes (the reclaim must evict the idle buffer),
+/// another for 16 (which may take that very buffer). Whoever fails was
+/// truly over the limit; the limit is never crossed, and the books balance.
+#[test]
+fn two_acquires_at_the_memory_limit() {
+    model(|| {
+        let pool = Arc::new(
+            BufferPool::builder()
+                .bucket_step(16)
+                .max_capacity(32)
+                .memory_limit(32)
+                .max_idle_per_thread(1)
+                .build()
+                .unwrap(),
+        );
+        let p = Arc::clone(&pool);
+        spawn(move || drop(p.acquire(16))).join().unwrap(); // idle, in the depot
+        let p = Arc::clone(&pool);
+        let small = spawn(move || p.try_acquire(16).map(drop).is_ok());
+        let large = pool.try_acquire(32);
+        let large_ok = large.is_ok();
+        if let Err(err) = &large {
+            assert!(matches!(err, AcquireError::LimitExceeded { .. }), "{err}");
+        }
+        drop(large);
+        let small_ok = small.join().unwrap();
+        assert!(large_ok || small_ok, "one of them fits");
+        let s = pool.stats();
+        assert!(s.allocated_memory <= 32, "{s}");
+        assert_eq!(s.allocated_memory, s.idle_memory, "nothing in use: {s}");
+        pool.trim();
+        assert_eq!(pool.stats().allocated_memory, 0, "everything reachable");
+    });
+}
+
+/// A thread waits for memory (`acquire_timeout`, which registers it as a
+/// waiter) while another releases: a release seen under pressure frees its
+/// buffer instead of caching it, so that the waiter can have the memory.
+#[test]
+fn a_waiter_at_the_limit_races_a_release() {
+    model(|| {
+        let pool = Arc::new(
+            BufferPool::builder()
+                .bucket_step(16)
+                .max_capacity(32)
+                .memory_limit(32)
+                .max_idle_per_thread(1)
+                .build()
+                .unwrap(),
+        );
+        let held = pool.acquire_owned(32);
+        let releaser = spawn(move || drop(held));
+        let got = pool.acquire_timeout(16, Duration::ZERO);
+        if let Err(err) = &got {
+            assert!(matches!(err, AcquireError::LimitExceeded { .. }), "{err}");
+        }
+        drop(got);
+        releaser.join().unwrap();
+        let s = pool.stats();
+        assert!(s.allocated_memory <= 32, "{s}");
+        assert_eq!(s.allocated_memory, s.idle_memory, "nothing in use: {s}");
+        pool.trim();
+        assert_eq!(pool.stats().allocated_memory, 0, "everything reachable");
     });
 }

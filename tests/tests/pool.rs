@@ -370,3 +370,53 @@ fn bad_configuration_is_a_typed_error() {
     drop(pool.get());
     assert_eq!(pool.stats().idle, 1);
 }
+
+/// Dropping a recycler drops every object it holds, wherever it idles (the
+/// caches of threads still running), even when one of
+/// their `Drop`s panics; the panic then reaches the code that dropped the
+/// recycler. (The unwinding used to stop the walk over the threads' caches:
+/// 60 of these 80 objects leaked.)
+#[test]
+fn dropping_the_recycler_drops_every_object_even_if_a_drop_panics() {
+    const THREADS: usize = 4;
+    let counts = Counts::new();
+    let pool = Arc::new(
+        builder(&counts)
+            .max_capacity_per_thread(32)
+            .batch_size(8)
+            .build()
+            .unwrap(),
+    );
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let mut exits = Vec::new();
+    let mut threads = Vec::new();
+    for _ in 0..THREADS {
+        let (exit_tx, exit_rx) = std::sync::mpsc::channel::<()>();
+        let (pool, ready_tx) = (Arc::clone(&pool), ready_tx.clone());
+        threads.push(std::thread::spawn(move || {
+            // All 20 in this thread's cache (nothing spills, so nothing
+            // is shared and every thread makes its own).
+            let guards: Vec<_> = (0..20).map(|_| pool.get_owned()).collect();
+            drop(guards);
+            drop(pool);
+            ready_tx.send(()).unwrap();
+            // Still running, its cache full, when the recycler drops.
+            let _ = exit_rx.recv(); // the sender is dropped: exit
+        }));
+        exits.push(exit_tx);
+    }
+    for _ in 0..THREADS {
+        ready_rx.recv().unwrap();
+    }
+    assert_eq!(counts.made(), 80);
+    assert_eq!(Arc::strong_count(&pool), 1);
+    counts.drop_panics.store(1, SeqCst);
+    let result = catch_unwind(AssertUnwindSafe(|| drop(pool)));
+    assert!(result.is_err(), "the panic reaches the caller");
+    assert_eq!(counts.drop_panics.load(SeqCst), 0, "one `Drop` panicked");
+    assert_eq!(counts.alive(), 0, "every object was dropped");
+    drop(exits);
+    for t in threads {
+        t.join().unwrap();
+    }
+}

@@ -3,11 +3,12 @@
 
 mod common;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use common::{Counted, Counts, assert_conserved, builder, recycler};
+use common::{Counted, Counts, assert_conserved, builder, in_child_process, recycler};
 use recycler_core::{OwnedPooled, Recycler, RecyclerBuilder};
 
 /// Takes every object the calling thread can reach without the factory.
@@ -200,4 +201,70 @@ fn recycler_dropped_while_threads_hold_pending_releases() {
     );
     exit_tx.send(()).unwrap();
     t.join().unwrap();
+}
+
+/// `Drop`s that panic inside the thread-exit hook, which runs in a
+/// thread-local destructor: the objects the depot has no room for
+/// (`depot_capacity(0)`) are dropped there. The panics are swallowed (a
+/// panic out of a thread-local destructor aborts the process, as it used
+/// to here), every object is dropped and counted. In a child process, so
+/// that an abort fails this test only.
+#[test]
+fn panicking_drops_in_the_thread_exit_hook_do_not_abort() {
+    in_child_process(
+        "panicking_drops_in_the_thread_exit_hook_do_not_abort",
+        || {
+            let counts = Counts::new();
+            let pool = Arc::new(builder(&counts).depot_capacity(0).build().unwrap());
+            let (p, c) = (Arc::clone(&pool), Arc::clone(&counts));
+            thread::spawn(move || {
+                let (a, b) = (p.get(), p.get());
+                drop((a, b)); // both in this thread's cache
+                c.drop_panics.store(2, SeqCst); // both panic when the exit hook drops them
+            })
+            .join()
+            .expect("the thread exits normally");
+            assert_eq!(counts.drop_panics.load(SeqCst), 0, "both `Drop`s panicked");
+            let s = pool.stats();
+            assert_eq!((s.in_use, s.idle, s.dropped), (0, 0, 2), "{s}");
+            assert_conserved(&pool, &counts, 0);
+            assert_eq!(counts.alive(), 0);
+        },
+    );
+}
+
+thread_local! {
+    static LAST: RefCell<Option<OwnedPooled<Counted>>> = const { RefCell::new(None) };
+}
+
+/// An `OwnedPooled` dropped in a thread-local destructor, on a thread that
+/// used a `thread_local::ThreadLocal` before but never a recycler: the
+/// destructor runs after the one that frees that crate's thread id, and the
+/// release is the thread's first use of the recycler. It must neither panic
+/// nor abort (the recycler used that crate, which panicked there, inside a
+/// destructor: an abort). In a child process, so that an abort fails this
+/// test only.
+#[test]
+fn owned_guard_dropped_after_other_thread_locals_are_gone() {
+    in_child_process(
+        "owned_guard_dropped_after_other_thread_locals_are_gone",
+        || {
+            let counts = Counts::new();
+            let pool = Arc::new(recycler(&counts));
+            let guard = pool.get_owned(); // its home: this thread
+            thread::spawn(move || {
+                // Touched first, so destroyed last: after `thread_local`'s own
+                // destructor (thread-locals are destroyed in reverse order).
+                LAST.with_borrow_mut(|last| *last = Some(guard));
+                let other: thread_local::ThreadLocal<Cell<u32>> = thread_local::ThreadLocal::new();
+                other.get_or(|| Cell::new(1)).set(2);
+            })
+            .join()
+            .expect("the thread exits normally");
+            let s = pool.stats();
+            assert_eq!((s.in_use, s.idle, s.released_remote), (0, 1, 1), "{s}");
+            assert_conserved(&pool, &counts, 0);
+            assert_eq!(drain_reachable(&pool), 1);
+        },
+    );
 }

@@ -168,6 +168,15 @@ impl PoolInner {
             if want > limit || reclaims == RECLAIMS {
                 return Err(fail);
             }
+            if reclaims == 0 {
+                // What this thread released for other threads' caches is
+                // idle, but out of the walk's reach until it is sent home.
+                // (A walk over the thread's registrations per bucket, once
+                // per failed reservation.)
+                for bucket in self.buckets.iter() {
+                    bucket.recycler.inner().flush_own_pending();
+                }
+            }
             reclaims += 1;
             let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
             let start = idle::random_below(self.buckets.len(), allocated);

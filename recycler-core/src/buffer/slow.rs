@@ -123,10 +123,10 @@ impl PoolInner {
             inner.discard(buf, home);
             return;
         }
-        let dest = if buf.capacity() == bucket.capacity {
-            self.count_in_thread_delta((origin & !GROWN) as usize);
+        let (dest, pl) = if buf.capacity() == bucket.capacity {
+            let pl = self.count_in_thread_delta((origin & !GROWN) as usize);
             inner.release_slow(buf, home, true);
-            (origin & !GROWN) as usize
+            ((origin & !GROWN) as usize, pl)
         } else {
             // It grew: it leaves its bucket for the one of its new capacity.
             inner.count_detached(home);
@@ -135,31 +135,37 @@ impl PoolInner {
                 drop(buf);
                 return;
             };
-            self.count_in_thread_delta(dest);
+            let pl = self.count_in_thread_delta(dest);
             let inner = self.buckets[dest].recycler.inner();
             let (buf, home) = inner.adopt(buf);
             inner.release_slow(buf, home, true);
-            dest
+            (dest, pl)
         };
-        self.unindex_if_pending(dest);
+        self.index_unless_pending(dest, pl);
     }
 
-    /// Takes the calling thread's cache of bucket `b` out of its index if a
-    /// release left objects pending in it, so that the next acquire takes
-    /// the slow path, which sends them (see [`super::index`]).
-    fn unindex_if_pending(&self, b: usize) {
-        let Some(bound) = self.pool_local() else {
+    /// Indexes the calling thread's cache of bucket `b` in `pl`, its index,
+    /// unless a release left objects pending in it; then takes it out of the
+    /// index, so that the next acquire takes the slow path, which sends them
+    /// (see [`super::index`]). Indexed, a cache this release claimed (the
+    /// home of a buffer whose thread has exited, say) is one the owner paths
+    /// and the eviction walks find.
+    fn index_unless_pending(&self, b: usize, pl: Option<&super::index::PoolLocal>) {
+        let (Some(pl), Some(bound)) = (pl, self.pool_local()) else {
             return;
         };
-        // SAFETY: `b` is a bucket.
-        let local = unsafe { bound.cache(b) };
-        // SAFETY: a non-null cell is a cache the calling thread owns.
-        let Some(local) = (unsafe { local.as_ref() }) else {
+        let Some(local) = self.buckets[b].recycler.inner().local_for_current() else {
             return;
         };
         // SAFETY: the calling thread owns `local`; the closure runs no user
         // code.
-        if unsafe { local.with_cache(|c| !c.pending.is_empty()) } {
+        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
+            // SAFETY: `bind` (in `count_in_thread_delta`) made the calling
+            // thread the owner of `pl`, it owns `local`, a cache of bucket
+            // `b` with nothing pending, whose `aux` names the thread's delta
+            // cell (`count_in_thread_delta`).
+            unsafe { self.index(pl, b, local) };
+        } else {
             // SAFETY: `b` is a bucket.
             unsafe { bound.unset(b) };
         }

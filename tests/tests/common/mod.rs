@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
@@ -18,6 +19,14 @@ pub(crate) struct Counts {
     pub(crate) reset_panics: AtomicBool,
     /// While set, the factory panics.
     pub(crate) factory_panics: AtomicBool,
+    /// While set, `retained_bytes` panics (after `retained_skip` more calls
+    /// that do not).
+    pub(crate) retained_panics: AtomicBool,
+    pub(crate) retained_skip: AtomicU64,
+    /// How many more `Drop`s panic (after counting the object destroyed);
+    /// none while the dropping thread is already panicking, which would
+    /// abort.
+    pub(crate) drop_panics: AtomicU64,
 }
 
 impl Counts {
@@ -65,6 +74,16 @@ impl Counted {
 impl Drop for Counted {
     fn drop(&mut self) {
         self.counts.destroyed.fetch_add(1, SeqCst);
+        if std::thread::panicking() {
+            return;
+        }
+        let panics = &self.counts.drop_panics;
+        if panics
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            panic!("drop failure (test)");
+        }
     }
 }
 
@@ -78,6 +97,15 @@ impl Recyclable for Counted {
     }
 
     fn retained_bytes(&self) -> usize {
+        if self.counts.retained_panics.load(SeqCst)
+            && self
+                .counts
+                .retained_skip
+                .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+                .is_err()
+        {
+            panic!("retained_bytes failure (test)");
+        }
         self.data.capacity() * 8
     }
 }
@@ -122,4 +150,36 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0
     }
+}
+
+/// The environment variable that tells a re-run test binary which test it
+/// runs as a child process.
+const CHILD: &str = "RECYCLER_TESTS_CHILD";
+
+/// Runs `body` in a child process: this test binary, run again with only
+/// the test `name` (its full path, as `cargo test -- --list` shows it), so
+/// that an abort fails this test instead of killing the whole binary.
+/// Asserts that the child ran the test and exited normally.
+pub(crate) fn in_child_process(name: &str, body: impl FnOnce()) {
+    if std::env::var_os(CHILD).is_some_and(|v| v == name) {
+        body();
+        return;
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let out = Command::new(exe)
+        .args([name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, name)
+        .output()
+        .expect("the test binary runs again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the child running `{name}` failed: {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child did not run `{name}`:\n{stdout}"
+    );
 }
