@@ -156,16 +156,16 @@ impl<T: Recyclable> Inner<T> {
             let mut over_cap = false;
             while batch.len() < batch.capacity() {
                 let obj = Box::new((self.factory)());
-                if let Some(acct) = &self.idle {
-                    if !acct.admit(None, bytes_of(&obj), self.member) {
-                        // Made, never idle: counted as made and dropped.
-                        Counters::add_shared(&self.shared.created, 1);
-                        Counters::add_shared(&self.shared.prefilled, 1);
-                        Counters::add_shared(&self.shared.dropped, 1);
-                        drop(obj);
-                        over_cap = true;
-                        break;
-                    }
+                if let Some(acct) = &self.idle
+                    && !acct.admit(None, bytes_of(&obj), self.member)
+                {
+                    // Made, never idle: counted as made and dropped.
+                    Counters::add_shared(&self.shared.created, 1);
+                    Counters::add_shared(&self.shared.prefilled, 1);
+                    Counters::add_shared(&self.shared.dropped, 1);
+                    drop(obj);
+                    over_cap = true;
+                    break;
                 }
                 batch.push(obj);
             }
