@@ -27,7 +27,7 @@ use recycler_core::{Recyclable, Recycler};
 /// Connections served at once: each may hold a request while it waits.
 const CONNECTIONS: usize = 16;
 /// Requests served in all.
-const REQUESTS: usize = 100_000;
+const REQUESTS: usize = 50_000;
 /// Requests served before the allocation count starts: the warm-up, which
 /// makes the pooled objects and grows their strings and vectors.
 const WARM_UP: usize = 1_000;

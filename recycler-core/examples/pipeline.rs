@@ -32,7 +32,7 @@ use recycler_core::buffer::{BufferPool, PooledBuf};
 use recycler_core::{Pooled, Recyclable, Recycler};
 
 /// Records sent through the pipeline.
-const RECORDS: usize = 100_000;
+const RECORDS: usize = 50_000;
 /// Records (or lines) each channel holds at most.
 const CHANNEL: usize = 64;
 
