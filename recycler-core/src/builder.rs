@@ -272,7 +272,7 @@ impl<T> RecyclerBuilder<T> {
     /// next write must pull them back: three cache-line transfers per object
     /// in a producer/consumer pipeline, where a remote `free` costs two.
     /// Resetting at home, where the lines are still shared, saves that
-    /// transfer. `docs/design.md` has the measurements.
+    /// transfer. [The design notes](crate::guide::design) have the measurements.
     ///
     /// What changes:
     ///

@@ -72,24 +72,24 @@ impl<T> Pending<T> {
         batch_size: usize,
         spare: impl FnOnce() -> Option<Batch<T>>,
     ) -> Option<Entry<T>> {
-        if let Some(last) = self.entries.last_mut() {
-            if last.home == home {
-                let objs = &mut last.objs;
-                // An entry's vector has room for `batch_size` objects (see
-                // `add_elsewhere`) and is sent once it holds that many.
-                debug_assert!(objs.len() < batch_size && objs.capacity() >= batch_size);
-                // SAFETY: `len < batch_size <= capacity`, so the write is in
-                // the allocation, past the initialized part, and the new
-                // length covers initialized elements only.
-                unsafe {
-                    objs.as_mut_ptr().add(objs.len()).write(obj);
-                    objs.set_len(objs.len() + 1);
-                }
-                if objs.len() < batch_size {
-                    return None;
-                }
-                return self.entries.pop();
+        if let Some(last) = self.entries.last_mut()
+            && last.home == home
+        {
+            let objs = &mut last.objs;
+            // An entry's vector has room for `batch_size` objects (see
+            // `add_elsewhere`) and is sent once it holds that many.
+            debug_assert!(objs.len() < batch_size && objs.capacity() >= batch_size);
+            // SAFETY: `len < batch_size <= capacity`, so the write is in
+            // the allocation, past the initialized part, and the new
+            // length covers initialized elements only.
+            unsafe {
+                objs.as_mut_ptr().add(objs.len()).write(obj);
+                objs.set_len(objs.len() + 1);
             }
+            if objs.len() < batch_size {
+                return None;
+            }
+            return self.entries.pop();
         }
         self.add_elsewhere(home, obj, batch_size, spare())
     }

@@ -186,10 +186,10 @@ impl IdleAccount {
     #[cold]
     #[inline(never)]
     pub(crate) fn admit(&self, cell: Option<&DeltaCell>, bytes: u64, member: usize) -> bool {
-        if let Some(cell) = cell {
-            if self.try_add(cell, bytes) {
-                return true;
-            }
+        if let Some(cell) = cell
+            && self.try_add(cell, bytes)
+        {
+            return true;
         }
         // Over the cap as far as this thread can see: make its own delta
         // visible to the others, then look again.

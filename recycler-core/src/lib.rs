@@ -104,9 +104,9 @@
 //! assert!(matches!(conn.state, State::Idle));
 //! ```
 //!
-//! The guide, `docs/derive.md` in the repository, has an example of every
-//! attribute and shape, the rules for type-parameter bounds and
-//! `retained_bytes`, and the compiler's message for each mistake.
+//! [The derive guide](guide::derive) has an example of every attribute and
+//! shape, the rules for type-parameter bounds and `retained_bytes`, and the
+//! compiler's message for each mistake.
 //!
 //! # Buffers
 //!
@@ -157,9 +157,9 @@
 //!
 //! The same idle-memory accounting caps any recycler in bytes:
 //! [`RecyclerBuilder::max_idle_bytes`] measures each idle object with
-//! [`Recyclable::retained_bytes`]. The guide, `docs/buffers.md` in the
-//! repository, explains the buckets, the cap and its overshoot bound, the
-//! eviction order, the limit and its back-off, alignment, scopes and `bytes`.
+//! [`Recyclable::retained_bytes`]. [The buffer guide](guide::buffers)
+//! explains the buckets, the cap and its overshoot bound, the eviction order,
+//! the limit and its back-off, alignment, scopes and `bytes`.
 //!
 //! # How it works
 //!
@@ -177,7 +177,7 @@
 //!
 //! The guard, [`Pooled`], returns the object when dropped. Rust's ownership
 //! makes a double release impossible, and [`Recyclable::reset`] runs on
-//! release, on the releasing thread. See `docs/design.md` in the repository
+//! release, on the releasing thread. See [the design notes](guide::design)
 //! for the design and its invariants.
 //!
 //! # Safety and correctness
@@ -192,7 +192,41 @@
 //! a foreign release racing the owner's drain, two foreign releasers, and a
 //! thread exit racing a refill from the depot. Stress tests count every
 //! object: made = in use + idle + dropped + detached.
+//!
+//! # Feature flags
+//!
+//! - **`derive`** (on by default): the `#[derive(Recyclable)]` macro,
+//!   re-exported as `recycler_core::Recyclable` beside the trait of the same
+//!   name, so that one import brings both. The `recycler-derive` crate is a
+//!   dependency either way (the buffer pool's own buffer type derives the
+//!   trait); turning the feature off only removes the re-export.
+//! - **`bytes`**: interoperation with the [`bytes`](https://docs.rs/bytes)
+//!   crate: `bytes::BufMut` for [`buffer::PooledBuf`] and
+//!   [`buffer::OwnedPooledBuf`] (so that tokio's `read_buf` fills them);
+//!   `OwnedPooledBuf::into_bytes` and `From<OwnedPooledBuf> for Bytes`, a
+//!   zero-copy conversion whose last clone returns the memory to the pool;
+//!   and [`Recyclable`] and [`ShrinkTo`] for `bytes::BytesMut`.
+//!
+//! Items that need a feature say so on their page.
+//!
+//! # Examples
+//!
+//! The crate's `examples/` directory has programs that print what they show:
+//!
+//! - `quickstart`: a local recycler, a `static` one, and a guard released on
+//!   another thread;
+//! - `event_loop`: one thread serving requests with pooled messages and
+//!   buffers, every get and release on the owner's fast path;
+//! - `pipeline`: three stages on three threads handing guards along
+//!   channels, each object released on the last stage and sent home;
+//! - `tcp_echo`: an echo server on loopback within a small memory limit, and
+//!   what the limit does to the hit ratio.
+//!
+//! Run one with `cargo run --release -p recycler-core --example NAME`.
 #![doc(test(no_crate_inject, attr(deny(warnings))))]
+// The feature badges of docs.rs, which builds the docs with nightly and
+// `--cfg docsrs`; stable builds never see the attribute.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Lets the derive's output, which names `::recycler_core`, work in this crate.
 extern crate self as recycler_core;
@@ -206,6 +240,7 @@ mod depot;
 mod error;
 mod exit;
 mod guard;
+pub mod guide;
 mod handoff;
 mod home;
 mod idle;
@@ -238,6 +273,7 @@ pub use crate::stats::RecyclerStats;
 pub use crate::track::{LeakSite, Leaks};
 
 #[cfg(feature = "derive")]
+#[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use recycler_derive::Recyclable;
 
 /// Loom builds only: runs the calling thread's exit hooks now (see

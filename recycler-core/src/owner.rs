@@ -47,7 +47,7 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: `local` is a cache the calling thread owns, and the
         // closure runs no user code.
         let obj = unsafe { local.with_cache(Cache::pop) }?;
-        if Counters::add_owned_then(&local.counters.hits, 1) % DECAY_PERIOD == 0 {
+        if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
             self.decay(local);
         }
         Some((obj, Home::new(local)))

@@ -53,10 +53,11 @@ pub(crate) fn drop_each<T>(objs: impl IntoIterator<Item = Box<T>>) -> Option<Pan
 /// panic would escape a thread-local destructor and abort) or already
 /// panicking (it would abort too).
 pub(crate) fn pass_on(panic: Option<Panic>) {
-    if let Some(panic) = panic {
-        if registry::current() != EXITED && !std::thread::panicking() {
-            resume_unwind(panic);
-        }
+    if let Some(panic) = panic
+        && registry::current() != EXITED
+        && !std::thread::panicking()
+    {
+        resume_unwind(panic);
     }
 }
 

@@ -199,6 +199,7 @@ impl<T: Recyclable + ?Sized> Recyclable for Box<T> {
 /// assert_eq!(buf.retained_bytes(), 1024);
 /// ```
 #[cfg(feature = "bytes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 impl Recyclable for bytes::BytesMut {
     #[inline]
     fn reset(&mut self) {

@@ -83,7 +83,7 @@ impl<T: Recyclable> Inner<T> {
             // SAFETY: the calling thread owns `local`.
             acct.sub(unsafe { self.cell_of(local) }, bytes);
         }
-        if Counters::add_owned_then(&local.counters.hits, 1) % DECAY_PERIOD == 0 {
+        if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
             self.decay(local);
         }
         Some((obj, self.home(Some(local), false)))
@@ -138,7 +138,11 @@ impl<T: Recyclable> Inner<T> {
         if self.stripes.is_some() {
             let ratio = self.config.ratio;
             let keep = self.config.pooling()
-                && (ratio == 1 || self.fresh.fetch_add(1, Ordering::Relaxed) % ratio == 0);
+                && (ratio == 1
+                    || self
+                        .fresh
+                        .fetch_add(1, Ordering::Relaxed)
+                        .is_multiple_of(ratio));
             Counters::add_shared(&self.shared.created, 1);
             return (obj, self.home(None, !keep));
         }
@@ -212,15 +216,15 @@ impl<T: Recyclable> Inner<T> {
             while batch.len() < batch.capacity() {
                 let obj = Box::new((self.factory)());
                 in_hand.set(batch.len() as u64 + 1);
-                if let Some(acct) = &self.idle {
-                    if !acct.admit(None, bytes_of(&obj), self.member) {
-                        // Made, never idle: counted as made and dropped.
-                        self.count_made_and_dropped(1);
-                        in_hand.set(batch.len() as u64);
-                        drop(obj);
-                        over_cap = true;
-                        break;
-                    }
+                if let Some(acct) = &self.idle
+                    && !acct.admit(None, bytes_of(&obj), self.member)
+                {
+                    // Made, never idle: counted as made and dropped.
+                    self.count_made_and_dropped(1);
+                    in_hand.set(batch.len() as u64);
+                    drop(obj);
+                    over_cap = true;
+                    break;
                 }
                 batch.push(obj);
             }

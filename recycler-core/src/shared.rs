@@ -275,10 +275,10 @@ impl<T> Drop for Inner<T> {
         }
         held.extend(self.depot.drain());
         held.extend(self.stripes.as_ref().map(Stripes::drain));
-        if let Some(panic) = reclaim::drop_each(held.into_iter().flatten()) {
-            if !std::thread::panicking() {
-                std::panic::resume_unwind(panic);
-            }
+        if let Some(panic) = reclaim::drop_each(held.into_iter().flatten())
+            && !std::thread::panicking()
+        {
+            std::panic::resume_unwind(panic);
         }
     }
 }

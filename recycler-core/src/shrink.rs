@@ -297,6 +297,7 @@ impl<T> ShrinkTo for BTreeSet<T> {
 /// assert_eq!(huge.capacity(), 4096); // a fresh allocation of the limit
 /// ```
 #[cfg(feature = "bytes")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 impl ShrinkTo for bytes::BytesMut {
     fn clear_and_shrink_to(&mut self, max_capacity: usize) {
         self.clear();

@@ -178,13 +178,12 @@ impl<T> Stripes<T> {
     #[inline]
     pub(crate) fn pop(&self, cpu: usize) -> Option<Box<T>> {
         let own = self.own(cpu);
-        if own.len() != 0 {
-            if let Some(mut held) = own.try_lock() {
-                if let Some(obj) = held.with_items(Vec::pop) {
-                    Counters::add_owned(&held.counters().hits, 1);
-                    return Some(obj);
-                }
-            }
+        if own.len() != 0
+            && let Some(mut held) = own.try_lock()
+            && let Some(obj) = held.with_items(Vec::pop)
+        {
+            Counters::add_owned(&held.counters().hits, 1);
+            return Some(obj);
         }
         self.pop_elsewhere(cpu)
     }
@@ -232,12 +231,12 @@ impl<T> Stripes<T> {
     pub(crate) fn push(&self, cpu: usize, obj: Box<T>) -> Result<(), Box<T>> {
         let own = self.own(cpu);
         let mut obj = obj;
-        if own.len() < self.capacity {
-            if let Some(mut held) = own.try_lock() {
-                match self.push_held(&mut held, obj) {
-                    Ok(()) => return Ok(()),
-                    Err(back) => obj = back,
-                }
+        if own.len() < self.capacity
+            && let Some(mut held) = own.try_lock()
+        {
+            match self.push_held(&mut held, obj) {
+                Ok(()) => return Ok(()),
+                Err(back) => obj = back,
             }
         }
         self.push_elsewhere(cpu, obj)

@@ -3,7 +3,7 @@
 //! Use it through `recycler_core::Recyclable`, which re-exports it under the
 //! default `derive` feature. The guide, with an example of every attribute
 //! and of every error, is the "Deriving" section of `recycler_core`'s docs
-//! and `docs/derive.md` in the repository.
+//! and its [derive guide](https://docs.rs/recycler-core/latest/recycler_core/guide/derive/index.html).
 
 mod ast;
 mod attr;

@@ -113,19 +113,19 @@ fn validate_enum(input: &Enum<'_>, errors: &mut Vec<Error>) {
         if let (None, Some(mark)) = (default_variant, marks.first()) {
             default_variant = Some((ident, mark.spelling));
         }
-        if let Some(mark) = marks.first() {
-            if !matches!(variant.original.fields, Fields::Unit) {
-                let fields = &variant.original.fields;
-                errors.push(Error::new_spanned(
-                    quote!(#ident #fields),
-                    format!(
-                        "the `{}` variant must be a unit variant: `reset` sets the value to \
-                         `Self::{ident}` and has nothing to fill its fields with; mark a \
-                         variant without fields, or add one",
-                        mark.spelling.attr(),
-                    ),
-                ));
-            }
+        if let Some(mark) = marks.first()
+            && !matches!(variant.original.fields, Fields::Unit)
+        {
+            let fields = &variant.original.fields;
+            errors.push(Error::new_spanned(
+                quote!(#ident #fields),
+                format!(
+                    "the `{}` variant must be a unit variant: `reset` sets the value to \
+                     `Self::{ident}` and has nothing to fill its fields with; mark a \
+                     variant without fields, or add one",
+                    mark.spelling.attr(),
+                ),
+            ));
         }
         for field in &variant.fields {
             validate_field(field, errors);

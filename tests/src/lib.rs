@@ -21,3 +21,15 @@ pub struct Guide;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct Readme;
+
+/// `recycler-core/README.md`, the crate's page on crates.io: its example
+/// runs as this crate's doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../recycler-core/README.md")]
+pub struct CoreReadme;
+
+/// `recycler-derive/README.md`: its example runs as this crate's doc test
+/// (the derive crate cannot use `recycler-core`, which depends on it).
+#[cfg(doctest)]
+#[doc = include_str!("../../recycler-derive/README.md")]
+pub struct DeriveReadme;

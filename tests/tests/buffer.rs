@@ -195,7 +195,7 @@ fn single_thread_never_exceeds_the_cap() {
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        if rng % 3 == 0 || held.len() > 40 {
+        if rng.is_multiple_of(3) || held.len() > 40 {
             let i = (rng >> 8) as usize % held.len().max(1);
             if i < held.len() {
                 drop(held.swap_remove(i));

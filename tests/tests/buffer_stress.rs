@@ -89,7 +89,7 @@ fn books_balance_under_concurrency() {
                         let r = rng.next();
                         match r % 8 {
                             0..=3 => {
-                                let size = if r % 97 == 0 {
+                                let size = if r.is_multiple_of(97) {
                                     MAX_CAPACITY + (r >> 20) as usize % 10_000
                                 } else {
                                     (r >> 8) as usize % MAX_CAPACITY

@@ -167,7 +167,7 @@ fn many_threads_stay_within_the_bound() {
                     held.push(obj);
                     if held.len() > 16 {
                         let obj = held.swap_remove((rng >> 20) as usize % held.len());
-                        if rng % 4 == 0 {
+                        if rng.is_multiple_of(4) {
                             let _ = tx.try_send(obj); // released by whoever takes it
                         }
                     }

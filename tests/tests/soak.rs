@@ -98,7 +98,7 @@ fn live(shared: &Shared, seed: u64) {
                     assert!(g.data.is_empty(), "handed out unreset");
                     let n = ((r >> 16) as usize % 64).min(MAX_LEN - g.data.len());
                     g.data.extend(0..n as u64);
-                    if r % 97 == 0 {
+                    if r.is_multiple_of(97) {
                         // Now and then one grows large.
                         let n = MAX_LEN - g.data.len();
                         g.data.extend(0..n as u64);
@@ -167,7 +167,7 @@ fn live(shared: &Shared, seed: u64) {
             }
             12 | 13 => {
                 if let Ok(item) = shared.rx.try_recv() {
-                    if r % 3 == 0 {
+                    if r.is_multiple_of(3) {
                         drop(item)
                     } else {
                         held.push(item)
@@ -177,11 +177,11 @@ fn live(shared: &Shared, seed: u64) {
             14 => {
                 if !held.is_empty() {
                     let item = held.swap_remove((r >> 8) as usize % held.len());
-                    if r % 50 == 0 {
-                        if let Item::Plain(g) | Item::Capped(g) | Item::Deferred(g) = item {
-                            drop(OwnedPooled::into_inner(g));
-                            t.detached.fetch_add(1, Relaxed);
-                        }
+                    if r.is_multiple_of(50)
+                        && let Item::Plain(g) | Item::Capped(g) | Item::Deferred(g) = item
+                    {
+                        drop(OwnedPooled::into_inner(g));
+                        t.detached.fetch_add(1, Relaxed);
                     }
                 }
             }

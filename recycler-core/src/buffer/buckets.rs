@@ -30,7 +30,7 @@ impl PoolInner {
     /// The bucket whose buffers have exactly `capacity` bytes, if any.
     pub(crate) fn bucket_of_capacity(&self, capacity: usize) -> Option<usize> {
         let step = self.config.bucket_step;
-        (capacity % step == 0 && capacity >= step && capacity <= self.config.max_capacity)
+        (capacity.is_multiple_of(step) && capacity >= step && capacity <= self.config.max_capacity)
             .then(|| capacity / step - 1)
     }
 

@@ -328,7 +328,7 @@ impl BufferPoolBuilder {
                 other_value: c.bucket_step,
             });
         }
-        if c.max_capacity % c.bucket_step != 0 {
+        if !c.max_capacity.is_multiple_of(c.bucket_step) {
             return Err(ConfigError::NotMultiple {
                 field: "max_capacity",
                 value: c.max_capacity,

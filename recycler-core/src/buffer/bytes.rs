@@ -18,6 +18,7 @@ macro_rules! buf_mut {
         // the allocation, after the written part; `advance_mut` moves the
         // length forward over bytes the caller has initialized, and never
         // past the capacity (checked).
+        #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
         unsafe impl BufMut for $ty {
             /// As much as a `Vec<u8>` could hold: the buffer grows when full.
             #[inline]
@@ -113,12 +114,14 @@ impl OwnedPooledBuf {
     /// assert_eq!(pool.stats().buckets[0].idle, 1); // back in the pool
     /// assert_eq!(pool.acquire(100).as_ptr(), ptr);
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     #[doc(alias = "freeze")]
     pub fn into_bytes(self) -> Bytes {
         Bytes::from_owner(self)
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 impl From<OwnedPooledBuf> for Bytes {
     /// As [`OwnedPooledBuf::into_bytes`].
     fn from(buf: OwnedPooledBuf) -> Self {

@@ -31,8 +31,8 @@
 //! - **`bytes`** (feature). `bytes::BufMut` for the buffers, and
 //!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy.
 //!
-//! `docs/buffers.md` in the repository explains each of these, with the
-//! reasoning and the numbers.
+//! [The buffer guide](crate::guide::buffers) explains each of these, with
+//! the reasoning and the numbers.
 //!
 //! # Examples
 //!

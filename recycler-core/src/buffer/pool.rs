@@ -22,10 +22,11 @@ use crate::loom::{Arc, Weak};
 /// [`acquire`](Self::acquire) rounds the size up to its bucket (`bucket_step`
 /// apart, up to `max_capacity`; 16 buckets of 4 KiB steps by default) and
 /// hands out a [`PooledBuf`] with `len() == 0`; dropping it returns the
-/// buffer to its bucket. Each bucket is a [`Recycler`]: a cache per thread, an
-/// inbox for buffers released on other threads, a shared depot. On the
-/// thread that acquired it, acquiring and releasing a buffer touch only that
-/// thread's cache: no lock, no atomic read-modify-write.
+/// buffer to its bucket. Each bucket is a [`Recycler`](crate::Recycler): a
+/// cache per thread, an inbox for buffers released on other threads, a
+/// shared depot. On the thread that acquired it, acquiring and releasing a
+/// buffer touch only that thread's cache: no lock, no atomic
+/// read-modify-write.
 ///
 /// Optional: a cap on idle memory ([`max_idle_memory`]), a hard limit on all
 /// allocated memory ([`memory_limit`]), and an alignment for every buffer.

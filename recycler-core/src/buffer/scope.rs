@@ -238,26 +238,26 @@ impl<'a> Scope<'a> {
         // The newest chunk, if the slice fits after aligning its start.
         let next = self.next.get();
         let pad = next.addr().wrapping_neg() & (self.align - 1);
-        if let Some(need) = pad.checked_add(len) {
-            if need <= self.left.get() {
-                // SAFETY: `next` points into the newest chunk with
-                // `left >= pad + len` bytes after it, all in the chunk; or,
-                // before the first chunk, `left == 0`, so `pad == 0` and this
-                // is a zero offset, sound on any pointer.
-                let ptr = unsafe { next.add(pad) };
-                // SAFETY: as above: `ptr + len` is at most the chunk's end
-                // (a zero offset before the first chunk).
-                self.next.set(unsafe { ptr.add(len) });
-                self.left.set(self.left.get() - need);
-                // The slice lies past every slice handed out before from
-                // this chunk (the bump only moves forward); `take` says why
-                // its bytes stay exclusive, alive and in place.
-                // SAFETY: `[ptr, ptr + len)` is initialized bytes of a chunk
-                // the scope holds, lent out once (see above); before the
-                // first chunk, `len == 0` and `ptr` is `empty(align)`,
-                // non-null and aligned, which is all 0 bytes need.
-                return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
-            }
+        if let Some(need) = pad.checked_add(len)
+            && need <= self.left.get()
+        {
+            // SAFETY: `next` points into the newest chunk with
+            // `left >= pad + len` bytes after it, all in the chunk; or,
+            // before the first chunk, `left == 0`, so `pad == 0` and this
+            // is a zero offset, sound on any pointer.
+            let ptr = unsafe { next.add(pad) };
+            // SAFETY: as above: `ptr + len` is at most the chunk's end
+            // (a zero offset before the first chunk).
+            self.next.set(unsafe { ptr.add(len) });
+            self.left.set(self.left.get() - need);
+            // The slice lies past every slice handed out before from
+            // this chunk (the bump only moves forward); `take` says why
+            // its bytes stay exclusive, alive and in place.
+            // SAFETY: `[ptr, ptr + len)` is initialized bytes of a chunk
+            // the scope holds, lent out once (see above); before the
+            // first chunk, `len == 0` and `ptr` is `empty(align)`,
+            // non-null and aligned, which is all 0 bytes need.
+            return Ok(unsafe { slice::from_raw_parts_mut(ptr, len) });
         }
         if len == 0 {
             // The current chunk has no aligned byte left: an empty slice
