@@ -206,6 +206,12 @@
 //!   `OwnedPooledBuf::into_bytes` and `From<OwnedPooledBuf> for Bytes`, a
 //!   zero-copy conversion whose last clone returns the memory to the pool;
 //!   and [`Recyclable`] and [`ShrinkTo`] for `bytes::BytesMut`.
+//! - **`track`**: leak tracking by call site. The methods that hand out
+//!   guards and buffers are `#[track_caller]`, each live one remembers where
+//!   it was taken, and `Recycler::leaks` and `BufferPool::leaks` return a
+//!   `Leaks` report of what is in use, grouped by call site. A lock and a
+//!   hash per get and per release: for tests and staging, not production.
+//!   Off, none of it is compiled.
 //!
 //! Items that need a feature say so on their page.
 //!

@@ -55,3 +55,72 @@ fn released_on_another_thread_is_not_a_leak() {
     assert!(pool.leaks().is_empty());
     assert!(striped.leaks().is_empty());
 }
+
+#[test]
+fn a_forgotten_buffer_is_reported_where_it_was_acquired() {
+    use recycler_core::buffer::BufferPool;
+
+    let pool = Arc::new(BufferPool::builder().memory_limit(1 << 20).build().unwrap());
+    assert!(pool.leaks().is_empty());
+    let at = |line: u32| (file!().to_string(), line);
+    let mut expected = Vec::new();
+    let mut kept = Vec::new();
+    for _ in 0..2 {
+        expected.push(at(line!() + 1));
+        std::mem::forget(pool.acquire(100)); // twice from one line
+    }
+    expected.push(at(line!() + 1));
+    std::mem::forget(pool.try_acquire(10_000).unwrap());
+    expected.push(at(line!() + 1));
+    let mut grown = pool.acquire_owned(10);
+    grown.resize(200_000, 7); // grows past the buckets: still the same guard
+    expected.push(at(line!() + 1));
+    let away = pool.try_acquire_owned(5000).unwrap();
+    std::thread::spawn(move || drop(away)).join().unwrap();
+    expected.pop(); // returned, on another thread
+    drop(pool.acquire(100));
+    expected.push(at(line!() + 1));
+    kept.push(pool.try_acquire_pooled(100).unwrap());
+    let patience = std::time::Duration::from_millis(1);
+    expected.push(at(line!() + 1));
+    kept.push(pool.acquire_timeout(100, patience).unwrap());
+    {
+        let scope = pool.scope();
+        expected.push(at(line!() + 1));
+        let _ = scope.alloc(10);
+        let leaks = pool.leaks();
+        let mut lines: Vec<_> = leaks
+            .sites()
+            .iter()
+            .map(|s| (s.location.file().to_string(), s.location.line()))
+            .collect();
+        lines.sort();
+        let mut want = expected.clone();
+        want.dedup();
+        want.sort();
+        assert_eq!(lines, want, "{leaks}");
+        assert_eq!(leaks.in_use(), expected.len(), "{leaks}");
+        assert_eq!(leaks.sites()[0].count, 2, "the busiest site first: {leaks}");
+    }
+    // The scope returned its buffer; now the grown one and the kept ones.
+    drop(grown);
+    drop(kept);
+    let leaks = pool.leaks();
+    assert_eq!(leaks.in_use(), 3, "only the forgotten ones: {leaks}");
+    assert_eq!(leaks.sites().len(), 2, "{leaks}");
+}
+
+#[test]
+fn a_buffer_shared_as_bytes_is_in_use_until_the_last_clone_drops() {
+    use recycler_core::buffer::BufferPool;
+
+    let pool = Arc::new(BufferPool::new());
+    let mut buf = pool.acquire_owned(100);
+    buf.extend_from_slice(b"shared");
+    let bytes = buf.into_bytes();
+    let clone = bytes.slice(1..);
+    drop(bytes);
+    assert_eq!(pool.leaks().in_use(), 1);
+    drop(clone);
+    assert!(pool.leaks().is_empty());
+}

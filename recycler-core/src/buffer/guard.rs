@@ -152,8 +152,16 @@ unsafe impl Send for OwnedPooledBuf {}
 unsafe impl Sync for OwnedPooledBuf {}
 
 impl<'a> PooledBuf<'a> {
+    /// A guard of `buf`, just taken from `pool` (recorded with the caller of
+    /// the `#[track_caller]` acquire that took it, with feature `track`).
     #[inline(always)]
+    #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn new(pool: &'a PoolInner, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+        #[cfg(feature = "track")]
+        pool.tracker.taken(
+            std::ptr::from_ref::<Buf>(&buf).addr(),
+            std::panic::Location::caller(),
+        );
         Self {
             pool,
             buf: ManuallyDrop::new(Loan::new(buf)),
@@ -473,7 +481,13 @@ macro_rules! buf_api {
                 // SAFETY: `drop` runs once, and the guards' `into_parts`
                 // forgets the guard, so the buffer is taken exactly once.
                 let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
-                self.pool.pool_inner().release_parts(buf.into_buf(), self.home, self.origin);
+                let buf = buf.into_buf();
+                #[cfg(feature = "track")]
+                self.pool
+                    .pool_inner()
+                    .tracker
+                    .returned(std::ptr::from_ref::<Buf>(&buf).addr());
+                self.pool.pool_inner().release_parts(buf, self.home, self.origin);
             }
         }
 

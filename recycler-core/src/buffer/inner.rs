@@ -48,6 +48,9 @@ pub(crate) struct PoolInner {
     /// bucket step; worked out once, since a scope is often made per
     /// request.
     pub(crate) scope_chunk: (usize, usize, usize),
+    /// Where the buffers in use were taken (feature `track`).
+    #[cfg(feature = "track")]
+    pub(crate) tracker: crate::track::Tracker,
 }
 
 /// One bucket: a recycler of buffers of one capacity.
@@ -112,6 +115,8 @@ impl PoolInner {
                     step,
                 )
             },
+            #[cfg(feature = "track")]
+            tracker: crate::track::Tracker::default(),
         }
     }
 

@@ -123,6 +123,7 @@ impl BufferPool {
     /// assert_eq!(pool.acquire(0).capacity(), 4096);
     /// ```
     #[inline(always)]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire(&self, capacity: usize) -> PooledBuf<'_> {
         let inner = &*self.inner;
         let idx = inner.bucket_index(capacity);
@@ -155,6 +156,7 @@ impl BufferPool {
     /// # Ok::<(), AcquireError>(())
     /// ```
     #[inline(always)]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire(&self, capacity: usize) -> Result<PooledBuf<'_>, AcquireError> {
         let inner = &*self.inner;
         let idx = inner.bucket_index(capacity);
@@ -190,6 +192,7 @@ impl BufferPool {
     /// assert_eq!(pool.stats().allocated_memory, 4096);
     /// ```
     #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire_pooled(&self, capacity: usize) -> Option<PooledBuf<'_>> {
         let inner = &*self.inner;
         let idx = inner.bucket_index(capacity);
@@ -226,6 +229,7 @@ impl BufferPool {
     /// assert!(pool.acquire_timeout(4096, Duration::from_millis(5)).is_ok());
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire_timeout(
         &self,
         capacity: usize,
@@ -270,6 +274,7 @@ impl BufferPool {
     /// std::thread::spawn(move || buf.extend_from_slice(b"away")).join().unwrap();
     /// assert_eq!(pool.stats().buckets[0].releases, 1);
     /// ```
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
         match self.try_acquire_owned(capacity) {
             Ok(buf) => buf,
@@ -296,6 +301,7 @@ impl BufferPool {
     /// assert!(pool.try_acquire_owned(4096).is_err());
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire_owned(
         self: &Arc<Self>,
         capacity: usize,
@@ -373,6 +379,32 @@ impl BufferPool {
         for bucket in &*self.inner.buckets {
             bucket.recycler.trim();
         }
+    }
+
+    /// The buffers in use, grouped by the call site that acquired them, with
+    /// how many and for how long the oldest has been out (feature `track`):
+    /// to find where buffers are kept or `mem::forget`-ten. A scope's
+    /// buffers are reported where the scope's `alloc` that took each was
+    /// called; a buffer turned into `Bytes` is in use until the last `Bytes`
+    /// of it drops. See [`Leaks`](crate::Leaks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[cfg(feature = "track")] {
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::new();
+    /// std::mem::forget(pool.acquire(100)); // a leak
+    /// let leaks = pool.leaks();
+    /// assert_eq!(leaks.in_use(), 1);
+    /// assert_eq!(leaks.sites()[0].location.line(), line!() - 3);
+    /// # }
+    /// ```
+    #[cfg(feature = "track")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
+    pub fn leaks(&self) -> crate::Leaks {
+        self.inner.tracker.leaks()
     }
 
     /// The shared state, for guards and scopes.

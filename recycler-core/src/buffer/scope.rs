@@ -174,6 +174,7 @@ impl<'a> Scope<'a> {
         clippy::mut_from_ref,
         reason = "an arena's `&self -> &mut` pattern, argued in `try_alloc`"
     )]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn alloc(&self, len: usize) -> &mut [u8] {
         match self.try_alloc(len) {
             Ok(bytes) => bytes,
@@ -205,6 +206,7 @@ impl<'a> Scope<'a> {
         clippy::mut_from_ref,
         reason = "an arena's `&self -> &mut` pattern, argued in `try_alloc`"
     )]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn alloc_zeroed(&self, len: usize) -> &mut [u8] {
         let bytes = self.alloc(len);
         bytes.fill(0);
@@ -234,6 +236,7 @@ impl<'a> Scope<'a> {
         clippy::mut_from_ref,
         reason = "an arena's `&self -> &mut` pattern, argued below"
     )]
+    #[cfg_attr(feature = "track", track_caller)]
     pub fn try_alloc(&self, len: usize) -> Result<&mut [u8], AcquireError> {
         // The newest chunk, if the slice fits after aligning its start.
         let next = self.next.get();
@@ -312,6 +315,7 @@ impl<'a> Scope<'a> {
     ///   as `more` grows) does not move them; the guard returns the buffer
     ///   only when the scope drops, which requires every borrow of `&self`,
     ///   and so every slice, to be over.
+    #[cfg_attr(feature = "track", track_caller)]
     fn take(&self, capacity: usize, init: usize) -> Result<*mut u8, AcquireError> {
         let mut buf = self.pool.try_acquire(capacity)?;
         let ptr = buf.init_to(init);

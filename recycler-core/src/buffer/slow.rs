@@ -20,6 +20,7 @@ impl PoolInner {
     /// stays small and returns its buffer in registers.
     #[cold]
     #[inline(never)]
+    #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn acquire_cold(&self, capacity: usize, idx: usize) -> PooledBuf<'_> {
         match self.acquire_slow(capacity, idx) {
             Ok((buf, home, origin)) => PooledBuf::new(self, buf, home, origin),
@@ -30,6 +31,7 @@ impl PoolInner {
     /// `try_acquire` when the owner path found nothing.
     #[cold]
     #[inline(never)]
+    #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn try_acquire_cold(
         &self,
         capacity: usize,
