@@ -74,10 +74,12 @@ mod inner;
 mod limit;
 mod owner;
 mod pool;
+mod prefill;
 mod raw;
 mod scope;
 mod slow;
 mod stats;
+mod wait;
 
 pub use self::builder::BufferPoolBuilder;
 pub use self::guard::{OwnedPooledBuf, PooledBuf};

@@ -40,13 +40,24 @@ impl PoolInner {
     }
 
     /// Finds or makes a buffer for bucket `idx` (oversize past the last).
-    fn acquire_slow(
+    pub(crate) fn acquire_slow(
         &self,
         capacity: usize,
         idx: usize,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
+        self.acquire_slow_with(capacity, idx, |capacity| self.allocate(capacity))
+    }
+
+    /// Finds a pooled buffer for bucket `idx`, else makes one with `alloc`
+    /// (given the capacity to allocate; oversize past the last bucket).
+    pub(crate) fn acquire_slow_with(
+        &self,
+        capacity: usize,
+        idx: usize,
+        alloc: impl FnOnce(usize) -> Result<Box<Buf>, AcquireError>,
+    ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
         let Some(bucket) = self.buckets.get(idx) else {
-            let buf = self.allocate(capacity)?;
+            let buf = alloc(capacity)?;
             Counters::add_shared(&self.oversize_acquires, 1);
             return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
         };
@@ -57,7 +68,7 @@ impl PoolInner {
                 Buf::reset(&mut buf);
                 (buf, home)
             }
-            None => inner.made(self.allocate(bucket.capacity)?),
+            None => inner.made(alloc(bucket.capacity)?),
         };
         // `take_pooled` sent this thread's pending releases of the bucket:
         // its cache may be indexed now.
@@ -68,8 +79,28 @@ impl PoolInner {
         Ok((got.0, got.1, idx as u32))
     }
 
+    /// A fresh buffer for bucket `idx` (oversize past the last) whose bytes
+    /// the caller has reserved on the ledger: a waiter's grant. Never a
+    /// pooled one: the grant is what it allocates. The reservation is freed
+    /// if the allocation fails.
+    pub(crate) fn acquire_reserved(
+        &self,
+        capacity: usize,
+        idx: usize,
+    ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
+        let Some(bucket) = self.buckets.get(idx) else {
+            let buf = self.allocate_reserved(capacity)?;
+            Counters::add_shared(&self.oversize_acquires, 1);
+            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+        };
+        let buf = self.allocate_reserved(bucket.capacity)?;
+        self.count_in_thread_delta(idx);
+        let (buf, home) = bucket.recycler.inner().made(buf);
+        Ok((buf, home, idx as u32))
+    }
+
     /// Allocates a buffer of `capacity` bytes, reserved on the ledger.
-    fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+    pub(crate) fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
         let align = self.config.alignment;
         if capacity > AlignedBuf::max_capacity(align) {
             return Err(AcquireError::TooLarge {
@@ -78,7 +109,14 @@ impl PoolInner {
             });
         }
         self.reserve(capacity)?;
-        match AlignedBuf::try_new(capacity, align) {
+        self.allocate_reserved(capacity)
+    }
+
+    /// Allocates a buffer of `capacity` bytes (at most
+    /// `AlignedBuf::max_capacity`), which the caller has reserved on the
+    /// ledger; frees the reservation if the allocator fails.
+    pub(crate) fn allocate_reserved(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+        match AlignedBuf::try_new(capacity, self.config.alignment) {
             Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(&self.ledger)))),
             Err(err) => {
                 self.ledger.free(capacity as u64);
