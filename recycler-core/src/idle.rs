@@ -223,21 +223,6 @@ impl IdleAccount {
         true
     }
 
-    /// Counts `bytes` of an idle object that no thread holds (stored in a
-    /// depot) if the published total leaves room for them under the cap;
-    /// never evicts. For a buffer pool's `prefill`, which fills one bucket
-    /// without taking memory from the others.
-    pub(crate) fn try_publish(&self, bytes: u64) -> bool {
-        let bytes = signed(bytes);
-        self.published
-            .0
-            .fetch_update(Relaxed, Relaxed, |p| {
-                let after = (p as i64).wrapping_add(bytes);
-                (after <= self.cap).then_some(after as u64)
-            })
-            .is_ok()
-    }
-
     /// Takes `bytes` of idle objects that the pool dropped (evicted, trimmed,
     /// over capacity) off the total.
     pub(crate) fn forget(&self, bytes: u64) {

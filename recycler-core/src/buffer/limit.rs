@@ -164,10 +164,22 @@ impl PoolInner {
         }
     }
 
+    /// A release while anyone waits, after freeing its own buffer: if the
+    /// waiters want more than is free, frees the idle buffers this thread
+    /// can reach (its own caches first: memory only it can free) for them.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn reclaim_for_waiters(&self) {
+        let wanted = self.ledger.waiters.wanted();
+        if wanted > 0 {
+            self.reclaim_for(wanted);
+        }
+    }
+
     /// Frees idle buffers it can reach worth what `want` more bytes would
-    /// take past the limit, for a waiter that has just joined the queue
-    /// (`want`: its request and those ahead of it). The frees serve the
-    /// queue themselves.
+    /// take past the limit, for the waiters (`want`: the bytes of those not
+    /// yet granted, up to the one that asks). The frees serve the queue
+    /// themselves.
     pub(crate) fn reclaim_for(&self, want: u64) {
         let Some(limit) = self.ledger.limit() else {
             return;

@@ -222,12 +222,13 @@ impl BufferPool {
     /// use std::time::Duration;
     /// use recycler_core::buffer::BufferPool;
     ///
-    /// let pool = Arc::new(BufferPool::builder().memory_limit(8192).build()?);
-    /// let held = pool.acquire_owned(8192);
+    /// let pool = Arc::new(BufferPool::builder().memory_limit(100_000).build()?);
+    /// // Above `max_capacity` (64 KiB): not pooled, freed when dropped.
+    /// let held = pool.acquire_owned(100_000);
     /// assert!(pool.acquire_owned_timeout(4096, Duration::ZERO).is_err());
     /// let releaser = std::thread::spawn(move || {
     ///     std::thread::sleep(Duration::from_millis(10));
-    ///     drop(held); // frees 8 KiB: the waiter is woken with 4 KiB of it
+    ///     drop(held); // frees its memory: the waiter is woken with 4 KiB of it
     /// });
     /// let buf = pool.acquire_owned_timeout(4096, Duration::from_secs(60))?;
     /// assert_eq!(buf.capacity(), 4096);
@@ -311,19 +312,18 @@ impl BufferPool {
     ///     }
     /// }
     ///
-    /// let pool = BufferPool::builder().memory_limit(8192).build()?;
-    /// let held = pool.acquire(8192); // the whole limit
+    /// let pool = BufferPool::builder().memory_limit(100_000).build()?;
+    /// // The whole limit, above `max_capacity`: not pooled, freed when dropped.
+    /// let held = pool.acquire(100_000);
     /// let buf = thread::scope(|s| {
-    ///     let waiter = s.spawn(|| block_on(pool.acquire_async(4096)));
-    ///     thread::sleep(std::time::Duration::from_millis(10));
-    ///     drop(held); // frees 8 KiB: the waiter is woken with 4 KiB of it
-    ///     waiter.join().unwrap()
+    ///     s.spawn(move || drop(held)); // frees it, before or while we wait
+    ///     block_on(pool.acquire_async(4096))
     /// })?;
     /// assert_eq!(buf.capacity(), 4096);
     ///
     /// // Larger than the limit: it would wait forever, so it fails at once.
-    /// let err = block_on(pool.acquire_async(16384)).unwrap_err();
-    /// assert!(matches!(err, AcquireError::LimitExceeded { requested: 16384, .. }));
+    /// let err = block_on(pool.acquire_async(200_000)).unwrap_err();
+    /// assert!(matches!(err, AcquireError::LimitExceeded { requested: 200_000, .. }));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn acquire_async(

@@ -3,10 +3,11 @@
 //!
 //! The core's `prefill` calls a recycler's factory; a pool allocates its
 //! buffers itself, on its ledger, so it has its own: reserve on the ledger
-//! (never past the limit, never reclaiming), count the bytes idle (never
-//! past the cap, never evicting), allocate, and store a batch at a time in
-//! the depot, counted as made and prefilled on the bucket's shared
-//! counters.
+//! (never past the limit, never reclaiming), count the bytes idle in the
+//! calling thread's delta (never past the cap as that thread sees it, the
+//! check a release makes, but never evicting), allocate, and store a batch
+//! at a time in the depot, counted as made and prefilled on the bucket's
+//! shared counters.
 
 use super::inner::PoolInner;
 use crate::error::AcquireError;
@@ -82,15 +83,27 @@ impl PoolInner {
                 limit: self.ledger.limit().unwrap_or(u64::MAX),
             }));
         }
-        if let Some(acct) = &self.idle {
-            if !acct.try_publish(bytes as u64) {
-                self.ledger.free(bytes as u64);
-                return Err(Stop::Full);
+        // Counted in the calling thread's delta, as its releases are: the
+        // total stays exact wherever the buffer goes, and the cap is checked
+        // as a release on this thread checks it (with its own delta).
+        let counted = match &self.idle {
+            None => None,
+            Some(acct) => {
+                let Some(pl) = self.bind() else {
+                    // The thread is exiting: it has no delta to count in.
+                    self.ledger.free(bytes as u64);
+                    return Err(Stop::Full);
+                };
+                if !acct.try_add(&pl.delta, bytes as u64) {
+                    self.ledger.free(bytes as u64);
+                    return Err(Stop::Full);
+                }
+                Some((acct, pl))
             }
-        }
+        };
         self.allocate_reserved(bytes).map_err(|err| {
-            if let Some(acct) = &self.idle {
-                acct.forget(bytes as u64);
+            if let Some((acct, pl)) = counted {
+                acct.sub(&pl.delta, bytes as u64);
             }
             Stop::Failed(err)
         })

@@ -132,11 +132,17 @@ impl PoolInner {
         let Some(bucket) = self.buckets.get((origin & !GROWN) as usize) else {
             Counters::add_shared(&self.oversize_releases, 1);
             drop(buf);
+            if self.under_pressure() {
+                self.reclaim_for_waiters();
+            }
             return;
         };
         let inner = bucket.recycler.inner();
         if inner.is_discard(home) || self.under_pressure() {
             inner.discard(buf, home);
+            if self.under_pressure() {
+                self.reclaim_for_waiters();
+            }
             return;
         }
         let dest = if buf.capacity() == bucket.capacity {

@@ -121,6 +121,8 @@ struct Entry {
 struct Queue {
     entries: VecDeque<Entry>,
     next_id: u64,
+    /// The bytes of the waiters not yet granted.
+    wanted: u64,
 }
 
 impl Queue {
@@ -132,6 +134,9 @@ impl Queue {
     /// caller drops the entry (its waker) after unlocking.
     fn remove(&mut self, i: usize, ledger: &Ledger) -> Option<Entry> {
         let entry = self.entries.remove(i);
+        if let Some(e) = entry.as_ref().filter(|e| !e.granted) {
+            self.wanted -= e.bytes;
+        }
         if self.entries.is_empty() {
             ledger.set_waiting(false);
         }
@@ -165,6 +170,7 @@ impl WaitQueue {
             queue: Mutex::new(Queue {
                 entries: VecDeque::new(),
                 next_id: 0,
+                wanted: 0,
             }),
         }
     }
@@ -187,18 +193,21 @@ impl WaitQueue {
         if q.entries.is_empty() {
             ledger.set_waiting(true);
         }
-        let ahead: u64 = q
-            .entries
-            .iter()
-            .filter(|e| !e.granted)
-            .fold(0, |sum, e| sum.saturating_add(e.bytes));
         q.entries.push_back(Entry {
             id,
             bytes,
             granted: false,
             wake: Some(wake),
         });
-        (id, ahead.saturating_add(bytes))
+        // At most the limit each, and a waiter per thread or task: no
+        // overflow.
+        q.wanted += bytes;
+        (id, q.wanted)
+    }
+
+    /// The bytes the waiters not yet granted want.
+    pub(crate) fn wanted(&self) -> u64 {
+        self.lock().wanted
     }
 
     /// Grants the waiters their bytes, in order, while the first one not yet
@@ -216,7 +225,9 @@ impl WaitQueue {
                     return;
                 }
                 first.granted = true;
-                first.wake.take()
+                let (bytes, wake) = (first.bytes, first.wake.take());
+                q.wanted -= bytes;
+                wake
             };
             // Outside the lock: a waker is user code.
             if let Some(wake) = wake {
