@@ -159,7 +159,8 @@
 //! [`RecyclerBuilder::max_idle_bytes`] measures each idle object with
 //! [`Recyclable::retained_bytes`]. The guide, `docs/buffers.md` in the
 //! repository, explains the buckets, the cap and its overshoot bound, the
-//! eviction order, the limit and its back-off, alignment, scopes and `bytes`.
+//! eviction order, the limit and waiting for memory, alignment, scopes and
+//! `bytes`.
 //!
 //! # How it works
 //!

@@ -290,7 +290,9 @@ const BIG: usize = 70_000;
 fn acquire_owned_timeout_waits_for_another_thread_then_gives_up() {
     let pool = limited(BIG);
     let held = pool.acquire_owned(BIG);
-    let err = pool.acquire_owned_timeout(4 * KIB, Duration::ZERO).unwrap_err();
+    let err = pool
+        .acquire_owned_timeout(4 * KIB, Duration::ZERO)
+        .unwrap_err();
     assert_eq!(
         err,
         AcquireError::LimitExceeded {
@@ -555,11 +557,20 @@ fn tokio_tasks_are_served_in_the_order_they_waited() {
 
 #[test]
 fn prefilled_buffers_are_found_by_another_thread() {
-    let pool = Arc::new(BufferPool::builder().max_idle_per_thread(16).build().unwrap());
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_per_thread(16)
+            .build()
+            .unwrap(),
+    );
     assert_eq!(pool.prefill(5000, 20).unwrap(), 20);
     let s = pool.stats();
     let b = s.buckets[1];
-    assert_eq!((b.capacity, b.non_pooled, b.idle, b.acquires), (8192, 20, 20, 0), "{s}");
+    assert_eq!(
+        (b.capacity, b.non_pooled, b.idle, b.acquires),
+        (8192, 20, 20, 0),
+        "{s}"
+    );
     assert_eq!((s.allocated_memory, s.idle_memory), (20 * 8192, 20 * 8192));
     let other = Arc::clone(&pool);
     let ptr = thread::spawn(move || {
@@ -571,7 +582,11 @@ fn prefilled_buffers_are_found_by_another_thread() {
     assert_ne!(ptr, 0);
     let s = pool.stats();
     let b = s.buckets[1];
-    assert_eq!((b.acquires, b.pooled, b.non_pooled), (1, 1, 20), "a hit: {s}");
+    assert_eq!(
+        (b.acquires, b.pooled, b.non_pooled),
+        (1, 1, 20),
+        "a hit: {s}"
+    );
     assert_eq!(b.idle, 20, "{s}");
     check(&s, 0, u64::MAX);
 }
@@ -579,7 +594,10 @@ fn prefilled_buffers_are_found_by_another_thread() {
 #[test]
 fn prefill_stays_within_every_limit() {
     // The depot: four times `max_idle_per_thread`.
-    let pool = BufferPool::builder().max_idle_per_thread(2).build().unwrap();
+    let pool = BufferPool::builder()
+        .max_idle_per_thread(2)
+        .build()
+        .unwrap();
     assert_eq!(pool.prefill(1, 100).unwrap(), 8);
     assert_eq!(pool.prefill(1, 1).unwrap(), 0, "full");
     assert_eq!(pool.prefill(4096, 0).unwrap(), 0);

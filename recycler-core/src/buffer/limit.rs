@@ -73,8 +73,11 @@ impl Ledger {
     /// allocated as seen.
     pub(crate) fn reserve(&self, bytes: u64) -> Result<(), u64> {
         if self.limit == u64::MAX {
-            // No limit, so nobody ever waits: the bit stays clear, and the
-            // bytes of live allocations stay far below it.
+            // No limit, so nobody ever waits and the bit means nothing (the
+            // pool does not read it). The bytes of live buffers stay far
+            // below it; only a request too large for any allocation can
+            // carry into it, for the moment before its allocation fails and
+            // `free` takes the bytes back out (wrapping, exactly).
             self.state.fetch_add(bytes, Relaxed);
             return Ok(());
         }
@@ -99,7 +102,10 @@ impl Ledger {
     #[inline]
     pub(crate) fn free(&self, bytes: u64) {
         let before = self.state.fetch_sub(bytes, Relaxed);
-        debug_assert!(before & BYTES >= bytes, "freed more than allocated");
+        debug_assert!(
+            self.limit == u64::MAX || before & BYTES >= bytes,
+            "freed more than allocated"
+        );
         if before & WAITING != 0 {
             self.waiters.serve(self);
         }
@@ -165,8 +171,9 @@ impl PoolInner {
     }
 
     /// A release while anyone waits, after freeing its own buffer: if the
-    /// waiters want more than is free, frees the idle buffers this thread
-    /// can reach (its own caches first: memory only it can free) for them.
+    /// waiters want more than is free, frees for them the idle buffers this
+    /// thread can reach: its own caches (memory only it can free), the
+    /// depots, the inboxes.
     #[cold]
     #[inline(never)]
     pub(crate) fn reclaim_for_waiters(&self) {

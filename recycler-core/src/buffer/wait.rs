@@ -62,10 +62,12 @@
 //! a granted waiter that leaves. Memory idle in a thread's cache is not
 //! free, and only that thread can free it. While anyone waits, releases
 //! free their buffer rather than keep it ([`PoolInner::under_pressure`], one
-//! relaxed load of the bit), so that memory in use reaches the waiters; a
-//! release that runs just as the first waiter joins may not see the bit yet
-//! and keep its buffer in its thread's cache, where the next acquire on that
-//! thread uses it.
+//! relaxed load of the bit), so that memory in use reaches the waiters, and
+//! if the waiters want more than is free, also the idle buffers their
+//! thread can reach ([`PoolInner::reclaim_for_waiters`]). A release that
+//! runs just as the first waiter joins may not see the bit yet and keep its
+//! buffer in its thread's cache, where that thread's next acquire uses it,
+//! or its next release while anyone waits frees it.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -617,6 +619,10 @@ mod tests {
         assert!(matches!(q.poll(&ledger, 0, Some(&wa)), Polled::Waiting));
         assert!(matches!(q.poll(&ledger, 0, Some(&wb)), Polled::Waiting));
         ledger.free(10);
-        assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 1), "the latest waker");
+        assert_eq!(
+            (a.0.load(SeqCst), b.0.load(SeqCst)),
+            (0, 1),
+            "the latest waker"
+        );
     }
 }
