@@ -3,8 +3,10 @@
 //! `MaxDirectMemorySize`; whether anyone waits for memory; and reserving
 //! with reclaim.
 //!
-//! The ledger is touched only when memory is allocated or freed (a miss, a
-//! growth, an eviction, a trim): never on a hit or an ordinary release.
+//! The ledger is written only when memory is allocated or freed (a miss, a
+//! growth, an eviction, a trim) and when the queue of waiters becomes empty
+//! or not: never on a hit or an ordinary release. An ordinary release under
+//! a limit reads it once, for the waiting bit.
 //!
 //! # One word: the bytes and the waiting bit
 //!

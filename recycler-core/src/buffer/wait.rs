@@ -23,29 +23,30 @@
 //!
 //! # No lost wake-up
 //!
-//! A wait that found no memory (1) joins the queue, and if the queue was
-//! empty sets the waiting bit with a read-modify-write of the ledger's word,
-//! both under the queue's lock; (2) frees the idle buffers it can reach;
-//! (3) serves the queue itself; (4) looks whether it was granted. Take a free
-//! `F` that happens around (1): its `fetch_sub` and the write that set the
-//! bit (this wait's, or that of the wait that made the queue non-empty
-//! before it, whose lock came first) are read-modify-writes of one word,
-//! totally ordered, each reading the one before.
+//! A wait whose first try found no memory (1) joins the queue, setting the
+//! waiting bit with a read-modify-write of the ledger's word if the queue
+//! was empty, both under the queue's lock; (2) frees the idle buffers it can
+//! reach; (3) serves the queue itself; (4) looks whether it was granted.
+//! Call `S` the write that set the bit for this wait: its own in (1), or,
+//! if the queue was not empty, that of the wait that made it non-empty,
+//! under a lock taken before (1)'s; the bit stays set from `S` on while
+//! this wait is in the queue. Take a free `F` around (1). Its `fetch_sub`
+//! and `S` are read-modify-writes of one word, so they are ordered in the
+//! word's modification order, and each reads the value just before it.
 //!
-//! - `F` before that write: then `F` happens before this wait's serve in
-//!   (3) reads the word (the write happens before this wait's lock, and a
-//!   read after a write of the same location sees it or later), so (3) sees
-//!   `F`'s bytes, with this wait in the queue.
-//! - `F` after it: `F` reads the bit and serves the queue, under the lock.
+//! - `F` before `S`: `S` happens before (3) reads the word (program order,
+//!   or through the lock), so by coherence (3) reads it as of `S` or later,
+//!   which counts `F`'s bytes freed: (3) sees them, with this wait queued.
+//! - `F` after `S`: `F` reads the bit and serves the queue, taking the lock.
 //!   If its lock comes after (1)'s, it sees this wait; if before, `F`
-//!   happens before (1), and (3) sees `F`'s bytes.
+//!   happens before (1), hence before (3), which then sees `F`'s bytes.
 //!
-//! (The bit can only have been cleared by a queue that became empty, and
-//! then set again by (1) itself.) So some serve sees every free together
-//! with this wait, and serving grants in order while the first waiter not
-//! yet served fits. Everything else (grants, wakers, leaving) is ordered by
-//! the queue's lock. The loom models in `tests/tests/loom_buffer.rs` run the
-//! race.
+//! So some serve sees every free together with this wait, and serving
+//! grants in order while the first waiter not yet served fits; a waiter
+//! that leaves serves the next one in turn (below). No
+//! fence is needed, and no ordering stronger than `Relaxed` on the word:
+//! the queue's lock orders everything else (grants, wakers, leaving). The
+//! loom models in `tests/tests/loom_buffer.rs` run the race.
 //!
 //! # Cancel safety
 //!
@@ -292,7 +293,7 @@ impl WaitQueue {
     }
 
     /// Waiters in the queue (granted or not), for tests.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.lock().entries.len()
     }
