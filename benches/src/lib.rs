@@ -15,7 +15,8 @@
 //!   peer pools ([`ShardedSlab`] and the rest) implement them;
 //! - [`Msg`], the 64-byte object of W1, W2 and W6 to W8, and [`Message`],
 //!   the message of W9 with its encoding and its [`Corpus`];
-//! - the workloads: `w1_*` to `w9_*` here, `w3_*` to `w5_*` in [`buffers`].
+//! - the workloads: `w1_*` to `w9_*` here, `w3_*` to `w5_*` in [`buffers`],
+//!   W10's wake-up latencies in [`wakeup`].
 
 mod alloc;
 pub mod buffers;
@@ -27,6 +28,7 @@ mod payload;
 mod peers;
 mod recyclers;
 mod source;
+pub mod wakeup;
 mod workloads;
 
 pub use crate::alloc::{AllocBox, DirectAlloc, JeBox, Jemalloc, MiBox, MiMalloc, SysBox, System};

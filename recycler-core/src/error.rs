@@ -113,6 +113,8 @@ impl Error for ConfigError {}
 /// Why a buffer could not be had: returned by
 /// [`BufferPool::try_acquire`](crate::buffer::BufferPool::try_acquire),
 /// [`BufferPool::acquire_timeout`](crate::buffer::BufferPool::acquire_timeout),
+/// [`BufferPool::acquire_async`](crate::buffer::BufferPool::acquire_async),
+/// their owned forms, [`BufferPool::prefill`](crate::buffer::BufferPool::prefill),
 /// [`Scope::try_alloc`](crate::buffer::Scope::try_alloc) and
 /// [`PooledBuf::try_reserve`](crate::buffer::PooledBuf::try_reserve).
 ///
@@ -152,7 +154,8 @@ pub enum AcquireError {
     },
     /// The pool's `memory_limit` does not leave room for the buffer, even
     /// after freeing the idle buffers it could reach (and, for
-    /// `acquire_timeout`, after waiting).
+    /// `acquire_timeout`, after waiting); or the buffer is larger than the
+    /// limit itself, so that no wait could ever end.
     LimitExceeded {
         /// The bytes that had to be allocated.
         requested: usize,

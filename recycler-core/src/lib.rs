@@ -159,7 +159,7 @@
 //! [`RecyclerBuilder::max_idle_bytes`] measures each idle object with
 //! [`Recyclable::retained_bytes`]. [The buffer guide](guide::buffers)
 //! explains the buckets, the cap and its overshoot bound, the eviction order,
-//! the limit and its back-off, alignment, scopes and `bytes`.
+//! the limit and waiting for memory, alignment, scopes and `bytes`.
 //!
 //! # How it works
 //!
@@ -226,9 +226,13 @@
 //! - `pipeline`: three stages on three threads handing guards along
 //!   channels, each object released on the last stage and sent home;
 //! - `tcp_echo`: an echo server on loopback within a small memory limit, and
-//!   what the limit does to the hit ratio.
+//!   what the limit does to the hit ratio;
+//! - `tokio_echo`: the same on tokio, sixteen connections sharing four
+//!   buffers' worth of memory through `acquire_owned_async` (feature
+//!   `bytes`, for tokio's `read_buf`).
 //!
-//! Run one with `cargo run --release -p recycler-core --example NAME`.
+//! Run one with `cargo run --release -p recycler-core --example NAME`
+//! (`--features bytes` for `tokio_echo`).
 #![doc(test(no_crate_inject, attr(deny(warnings))))]
 // The feature badges of docs.rs, which builds the docs with nightly and
 // `--cfg docsrs`; stable builds never see the attribute.

@@ -184,6 +184,19 @@ impl<T: Recyclable> Inner<T> {
         (obj, self.home(local, false))
     }
 
+    /// Hands out `obj`, released and passed straight to the calling thread
+    /// (a buffer a release handed to a waiter): a hit, homed at the calling
+    /// thread's cache.
+    pub(crate) fn handed(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+        if self.stripes.is_some() {
+            Counters::add_shared(&self.shared.hits, 1);
+            return (obj, self.home(None, false));
+        }
+        let local = self.local_for_current();
+        self.count_for(local, |c| &c.hits, 1);
+        (obj, self.home(local, false))
+    }
+
     /// Makes up to `n` objects with the factory into the depot, where every
     /// thread finds them; stops early when the depot is full or an object
     /// would take idle memory over its cap (that object is dropped).

@@ -1,19 +1,27 @@
-//! Loom models of the idle-memory accounting, run against the real code
-//! (built with `RUSTFLAGS="--cfg loom"`; see `tests/tests/loom.rs` and
-//! `.ci/loom.sh`).
+//! Loom models of the idle-memory accounting and of waiting for memory,
+//! run against the real code (built with `RUSTFLAGS="--cfg loom"`; see
+//! `tests/tests/loom.rs` and `.ci/loom.sh`).
 //!
-//! Each model races a release that must evict against another release or a
-//! thread exit, then audits, once every thread has exited: the bytes the
-//! accounting counts are exactly the bytes of the idle buffers; idle memory
-//! is within its documented bound; the memory allocated is the memory idle
-//! (nothing in use); every buffer made is idle, evicted or removed; and
-//! every idle buffer is reachable (trimming frees all of it).
+//! The accounting models race a release that must evict against another
+//! release or a thread exit, then audit, once every thread has exited: the
+//! bytes the accounting counts are exactly the bytes of the idle buffers;
+//! idle memory is within its documented bound; the memory allocated is the
+//! memory idle (nothing in use); every buffer made is idle, evicted or
+//! removed; and every idle buffer is reachable (trimming frees all of it).
+//!
+//! The waiting models race a free against a task that finds no memory and
+//! joins the queue of waiters, and against a waiter that is dropped: no
+//! free is lost, and memory reserved for a dropped waiter goes to the next.
 
 #![cfg(loom)]
 
 mod loom_support;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use loom_support::{model, spawn};
@@ -210,5 +218,155 @@ fn a_waiter_at_the_limit_races_a_release() {
         assert_eq!(s.allocated_memory, s.idle_memory, "nothing in use: {s}");
         pool.trim();
         assert_eq!(pool.stats().allocated_memory, 0, "everything reachable");
+    });
+}
+
+/// Counts its wake-ups. (A `std` atomic: it is read only after the thread
+/// that may wake it has been joined, which orders it.)
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, SeqCst);
+    }
+}
+
+fn counting_waker() -> (Arc<Wakes>, Waker) {
+    let wakes = Arc::new(Wakes::default());
+    (Arc::clone(&wakes), Waker::from(wakes))
+}
+
+fn poll<F: Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F::Output> {
+    Pin::new(f).poll(&mut Context::from_waker(waker))
+}
+
+/// One bucket of 16 bytes under a limit of `limit` bytes. Buffers above 16
+/// bytes are oversize: never pooled, so dropping one always frees its
+/// memory, whoever drops it (the race modelled is the free's, not the
+/// release path's choice between keeping a buffer and freeing it).
+fn limited_pool(limit: usize) -> Arc<BufferPool> {
+    let pool = BufferPool::builder()
+        .bucket_step(16)
+        .max_capacity(16)
+        .memory_limit(limit)
+        .max_idle_per_thread(1)
+        .build()
+        .unwrap();
+    Arc::new(pool)
+}
+
+/// The audit of the waiting models: nothing in use, nobody waiting (a
+/// release is cached again), and every byte reachable.
+fn audit_limited(pool: &BufferPool, limit: u64) {
+    let s = pool.stats();
+    assert!(s.allocated_memory <= limit, "{s}");
+    assert_eq!(s.allocated_memory, s.idle_memory, "nothing in use: {s}");
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!(s.allocated_memory, 0, "{s}");
+}
+
+/// A free on another thread races a task that finds no memory and joins
+/// the queue: either the task's first poll gets the memory, or the task is
+/// woken, and then its next poll does. The free between "no memory" and
+/// "in the queue" must not be lost.
+#[test]
+fn a_free_races_a_waiter_joining_the_queue() {
+    model(|| {
+        let pool = limited_pool(32);
+        let held = pool.acquire_owned(32); // oversize: the whole limit
+        let t = spawn(move || drop(held));
+        let (wakes, waker) = counting_waker();
+        let mut wait = pool.acquire_owned_async(16);
+        let first = poll(&mut wait, &waker);
+        t.join().unwrap();
+        let buf = match first {
+            Poll::Ready(got) => got.unwrap(),
+            Poll::Pending => {
+                assert_eq!(wakes.0.load(SeqCst), 1, "the free woke the waiter");
+                match poll(&mut wait, &waker) {
+                    Poll::Ready(got) => got.unwrap(),
+                    Poll::Pending => panic!("woken, so its memory was reserved"),
+                }
+            }
+        };
+        assert_eq!(buf.capacity(), 16);
+        drop(buf);
+        drop(wait);
+        audit_limited(&pool, 32);
+    });
+}
+
+/// A waiter dropped while a free on another thread grants it its memory:
+/// whether it leaves before the grant or after, the next waiter gets the
+/// memory and is woken.
+#[test]
+fn a_dropped_waiter_passes_its_wake_up_on() {
+    model(|| {
+        let pool = limited_pool(48);
+        let held = pool.acquire_owned(48);
+        let (_, waker_a) = counting_waker();
+        let (wakes_b, waker_b) = counting_waker();
+        // Both want 32 bytes: the 48 freed fit only one of them.
+        let mut a = pool.acquire_owned_async(32);
+        let mut b = pool.acquire_owned_async(32);
+        assert!(poll(&mut a, &waker_a).is_pending());
+        assert!(poll(&mut b, &waker_b).is_pending());
+        let t = spawn(move || drop(held));
+        drop(a);
+        t.join().unwrap();
+        assert_eq!(wakes_b.0.load(SeqCst), 1, "the memory went to the next");
+        match poll(&mut b, &waker_b) {
+            Poll::Ready(got) => assert_eq!(got.unwrap().capacity(), 32),
+            Poll::Pending => panic!("woken, so its memory was reserved"),
+        }
+        drop(b);
+        audit_limited(&pool, 48);
+    });
+}
+
+/// A release of a pooled buffer races a task that finds no memory and joins
+/// the queue for a buffer of the same bucket. Seeing the task wait, the
+/// release hands it the buffer itself, and the task's next poll gets that
+/// very buffer as a pooled acquire. Not seeing it yet, the release keeps
+/// the buffer idle (sent home, or in the depot as the releasing thread
+/// exits), out of the waiter's reach: a trim frees it, and the free serves
+/// the waiter. Either way the books balance and the limit holds.
+#[test]
+fn a_release_hands_its_buffer_to_a_waiter() {
+    model(|| {
+        let pool = limited_pool(16);
+        let held = pool.acquire_owned(16); // pooled, the whole limit
+        let ptr = held.as_ptr() as usize;
+        let t = spawn(move || drop(held));
+        let (wakes, waker) = counting_waker();
+        let mut wait = pool.acquire_owned_async(16);
+        let first = poll(&mut wait, &waker);
+        t.join().unwrap();
+        let buf = match first {
+            Poll::Ready(got) => got.unwrap(), // the release came first
+            Poll::Pending => {
+                if wakes.0.load(SeqCst) == 0 {
+                    // Missed: idle where only a trim or its thread frees it.
+                    pool.trim();
+                }
+                assert_eq!(wakes.0.load(SeqCst), 1, "woken once");
+                match poll(&mut wait, &waker) {
+                    Poll::Ready(got) => got.unwrap(),
+                    Poll::Pending => panic!("woken, so it was granted"),
+                }
+            }
+        };
+        let b = pool.stats().buckets[0];
+        if b.pooled == 1 {
+            assert_eq!(buf.as_ptr() as usize, ptr, "the very buffer");
+            assert_eq!(b.non_pooled, 1, "nothing allocated for the waiter");
+        } else {
+            assert_eq!(b.non_pooled, 2, "allocated on the memory freed: {b:?}");
+        }
+        drop(buf);
+        drop(wait);
+        audit_limited(&pool, 16);
     });
 }

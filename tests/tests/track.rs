@@ -124,3 +124,40 @@ fn a_buffer_shared_as_bytes_is_in_use_until_the_last_clone_drops() {
     drop(clone);
     assert!(pool.leaks().is_empty());
 }
+
+#[test]
+fn waits_for_memory_are_reported_where_they_began() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+
+    use recycler_core::buffer::BufferPool;
+
+    /// Polls once: with memory free, a wait is ready at once.
+    fn now<F: Future>(f: F) -> F::Output {
+        match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("memory is free: the wait ends at its first poll"),
+        }
+    }
+
+    let pool = Arc::new(BufferPool::builder().memory_limit(1 << 20).build().unwrap());
+    let lines = [line!() + 2, line!() + 3, line!() + 4];
+    let waits = (
+        pool.acquire_async(100),
+        pool.acquire_owned_async(100),
+        pool.acquire_owned_timeout(100, Duration::ZERO),
+    );
+    let kept = (now(waits.0), now(waits.1), waits.2);
+    let mut got: Vec<u32> = pool
+        .leaks()
+        .sites()
+        .iter()
+        .map(|s| s.location.line())
+        .collect();
+    got.sort();
+    assert_eq!(got, lines, "{}", pool.leaks());
+    drop(kept);
+    assert!(pool.leaks().is_empty());
+}

@@ -158,10 +158,18 @@ impl<'a> PooledBuf<'a> {
     #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn new(pool: &'a PoolInner, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
         #[cfg(feature = "track")]
-        pool.tracker.taken(
-            std::ptr::from_ref::<Buf>(&buf).addr(),
-            std::panic::Location::caller(),
-        );
+        pool.track(&buf, std::panic::Location::caller());
+        Self::untracked(pool, buf, home, origin)
+    }
+
+    /// A guard of `buf`, which the caller has tracked (feature `track`).
+    #[inline(always)]
+    pub(crate) fn untracked(
+        pool: &'a PoolInner,
+        buf: Box<Buf>,
+        home: Home<Buf>,
+        origin: u32,
+    ) -> Self {
         Self {
             pool,
             buf: ManuallyDrop::new(Loan::new(buf)),
@@ -187,6 +195,8 @@ impl<'a> PooledBuf<'a> {
 }
 
 impl OwnedPooledBuf {
+    /// A guard of `buf`, which the caller has tracked (feature `track`): a
+    /// `PooledBuf` taken apart keeps its record.
     pub(crate) fn new(pool: Arc<BufferPool>, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
         Self {
             pool,
@@ -483,10 +493,7 @@ macro_rules! buf_api {
                 let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
                 let buf = buf.into_buf();
                 #[cfg(feature = "track")]
-                self.pool
-                    .pool_inner()
-                    .tracker
-                    .returned(std::ptr::from_ref::<Buf>(&buf).addr());
+                self.pool.pool_inner().untrack(&buf);
                 self.pool.pool_inner().release_parts(buf, self.home, self.origin);
             }
         }

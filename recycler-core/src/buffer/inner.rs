@@ -120,6 +120,18 @@ impl PoolInner {
         }
     }
 
+    /// Records `buf`, just taken, as taken at `at` (feature `track`).
+    #[cfg(feature = "track")]
+    pub(crate) fn track(&self, buf: &Buf, at: &'static std::panic::Location<'static>) {
+        self.tracker.taken(std::ptr::from_ref(buf).addr(), at);
+    }
+
+    /// Forgets `buf`, returned (feature `track`).
+    #[cfg(feature = "track")]
+    pub(crate) fn untrack(&self, buf: &Buf) {
+        self.tracker.returned(std::ptr::from_ref(buf).addr());
+    }
+
     /// The idle bytes the account has counted: published, plus every
     /// thread's delta (kept in its index, and in bucket caches the pool has
     /// not indexed).

@@ -1,36 +1,63 @@
 //! The memory ledger: every byte a buffer pool has allocated (in use and
 //! idle), under an optional hard `memory_limit`, like the JDK's
-//! `MaxDirectMemorySize`; and the bounded back-off of `acquire_timeout`.
+//! `MaxDirectMemorySize`; whether anyone waits for memory; and reserving
+//! with reclaim.
 //!
-//! The ledger is touched only when memory is allocated or freed (a miss, a
-//! growth, an eviction, a trim): never on a hit or an ordinary release.
+//! The ledger is written only when memory is allocated or freed (a miss, a
+//! growth, an eviction, a trim) and when the queue of waiters becomes empty
+//! or not: never on a hit or an ordinary release. An ordinary release under
+//! a limit reads it once, for the waiting bit.
+//!
+//! # One word: the bytes and the waiting bit
+//!
+//! The bytes allocated and [`WAITING`] (someone waits for memory: the queue
+//! of [`super::wait`] is not empty) share one atomic word. A free is a
+//! `fetch_sub`, which returns the word as it was: if the bit was set, the
+//! freeing thread serves the queue. A waiter sets the bit with a read-modify-
+//! write of the same word before it looks for memory one last time. All of
+//! these are read-modify-writes of one location, which are totally ordered
+//! (its modification order) and each reads the value just before it, so a
+//! free either comes before the bit is set (and the waiter's last look, which
+//! reads the word after its own write, sees the freed bytes), or after (and
+//! it sees the bit and serves the queue). No free between "no memory" and
+//! "registered" is lost, with no fence and no ordering stronger than
+//! `Relaxed`; see [`super::wait`] for the rest of the argument, and
+//! `tests/tests/loom_buffer.rs` for the loom models.
 
 use std::fmt;
-use std::thread;
-use std::time::{Duration, Instant};
 
 use super::inner::PoolInner;
+use super::waiters::WaitQueue;
 use crate::error::AcquireError;
 use crate::idle;
-use crate::loom::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use crate::loom::{AtomicU64, Ordering::Relaxed};
 
-/// The bytes a pool has allocated and its limit.
+/// The bit of [`Ledger::state`] that says someone waits for memory.
+const WAITING: u64 = 1 << 63;
+/// The bits of [`Ledger::state`] that count bytes.
+const BYTES: u64 = WAITING - 1;
+
+/// The bytes a pool has allocated, its limit, and the threads and tasks that
+/// wait for memory.
 pub(crate) struct Ledger {
-    allocated: AtomicU64,
+    /// Bytes allocated (the low 63 bits) and [`WAITING`]: set while the
+    /// queue of waiters is not empty, so that frees serve it and releases
+    /// free their buffers instead of keeping them in their thread's cache,
+    /// where the waiters could not reach them. Only the queue, under its
+    /// lock, sets and clears the bit.
+    state: AtomicU64,
     /// `u64::MAX` for no limit.
     limit: u64,
-    /// Threads waiting in `acquire_timeout`: while any does, releases free
-    /// their buffers instead of keeping them in their thread's cache, where
-    /// the waiters could not reach them.
-    waiters: AtomicUsize,
+    /// Those waiting for memory, first come first served.
+    pub(crate) waiters: WaitQueue,
 }
 
 impl Ledger {
     pub(crate) fn new(limit: Option<u64>) -> Self {
         Self {
-            allocated: AtomicU64::new(0),
+            state: AtomicU64::new(0),
             limit: limit.unwrap_or(u64::MAX),
-            waiters: AtomicUsize::new(0),
+            waiters: WaitQueue::new(),
         }
     }
 
@@ -41,40 +68,68 @@ impl Ledger {
 
     /// Bytes allocated now.
     pub(crate) fn allocated(&self) -> u64 {
-        self.allocated.load(Relaxed)
+        self.state.load(Relaxed) & BYTES
     }
 
     /// Reserves `bytes`, if the limit allows; otherwise returns the bytes
     /// allocated as seen.
     pub(crate) fn reserve(&self, bytes: u64) -> Result<(), u64> {
         if self.limit == u64::MAX {
-            self.allocated.fetch_add(bytes, Relaxed);
+            // No limit, so nobody ever waits and the bit means nothing (the
+            // pool does not read it). The bytes of live buffers stay far
+            // below it; only a request too large for any allocation can
+            // carry into it, for the moment before its allocation fails and
+            // `free` takes the bytes back out (wrapping, exactly).
+            self.state.fetch_add(bytes, Relaxed);
             return Ok(());
         }
-        // Relaxed: the count bounds memory; it orders nothing else.
-        self.allocated
-            .fetch_update(Relaxed, Relaxed, |a| {
-                a.checked_add(bytes).filter(|&after| after <= self.limit)
+        // Relaxed: the count bounds memory; it orders nothing else (see the
+        // module docs for why the waiting bit needs nothing stronger). The
+        // bit is kept as it is.
+        let most = self.limit.min(BYTES);
+        self.state
+            .fetch_update(Relaxed, Relaxed, |s| {
+                (s & BYTES)
+                    .checked_add(bytes)
+                    .filter(|&after| after <= most)
+                    .map(|after| after | (s & WAITING))
             })
             .map(|_| ())
+            .map_err(|s| s & BYTES)
     }
 
-    /// Returns `bytes` that were freed.
+    /// Returns `bytes` that were freed, and serves the waiters, if any, in
+    /// their order: the free that makes room for the first one hands the
+    /// memory to it.
+    #[inline]
     pub(crate) fn free(&self, bytes: u64) {
-        self.allocated.fetch_sub(bytes, Relaxed);
+        let before = self.state.fetch_sub(bytes, Relaxed);
+        debug_assert!(
+            self.limit == u64::MAX || before & BYTES >= bytes,
+            "freed more than allocated"
+        );
+        if before & WAITING != 0 {
+            self.waiters.serve(self);
+        }
     }
 
-    /// Whether a thread waits for memory (only ever, with a limit).
+    /// Whether anyone waits for memory (only ever, with a limit): one
+    /// relaxed load.
     #[inline(always)]
     pub(crate) fn under_pressure(&self) -> bool {
-        self.waiters.load(Relaxed) != 0
+        self.state.load(Relaxed) & WAITING != 0
     }
 
-    /// Registers the calling thread as waiting for memory until the returned
-    /// guard drops.
-    pub(crate) fn wait(&self) -> Waiting<'_> {
-        self.waiters.fetch_add(1, Relaxed);
-        Waiting(self)
+    /// Sets or clears [`WAITING`]; only the queue calls this, under its
+    /// lock, as it becomes non-empty or empty. A read-modify-write, so that
+    /// the waiter that sets it reads every free before it afterwards (see
+    /// the module docs).
+    pub(crate) fn set_waiting(&self, waiting: bool) {
+        if waiting {
+            self.state.fetch_or(WAITING, Relaxed);
+        } else {
+            self.state.fetch_and(BYTES, Relaxed);
+        }
     }
 }
 
@@ -83,68 +138,8 @@ impl fmt::Debug for Ledger {
         f.debug_struct("Ledger")
             .field("allocated", &self.allocated())
             .field("limit", &self.limit())
+            .field("waiting", &self.under_pressure())
             .finish_non_exhaustive()
-    }
-}
-
-/// A thread waiting for memory; see [`Ledger::wait`].
-pub(crate) struct Waiting<'a>(&'a Ledger);
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.waiters.fetch_sub(1, Relaxed);
-    }
-}
-
-/// Bounded back-off for a thread waiting for others to release memory: a few
-/// spins, then yields, then sleeps that double from 10 µs up to 1 ms, never
-/// past the deadline (`None`: a timeout too long for an `Instant`, never).
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    step: u32,
-    deadline: Option<Instant>,
-}
-
-/// Spins before yielding; yields before sleeping.
-const SPIN_STEPS: u32 = 6;
-const YIELD_STEPS: u32 = 10;
-/// The first and the longest sleep.
-const FIRST_SLEEP: Duration = Duration::from_micros(10);
-const MAX_SLEEP: Duration = Duration::from_millis(1);
-
-impl Backoff {
-    pub(crate) fn new(deadline: Option<Instant>) -> Self {
-        Self { step: 0, deadline }
-    }
-
-    /// How long the `step`-th wait sleeps (zero while spinning or yielding).
-    fn sleep_for(step: u32) -> Duration {
-        match step.checked_sub(SPIN_STEPS + YIELD_STEPS) {
-            None => Duration::ZERO,
-            Some(n) => FIRST_SLEEP.saturating_mul(1 << n.min(16)).min(MAX_SLEEP),
-        }
-    }
-
-    /// Waits once; `false` once the deadline has passed.
-    pub(crate) fn wait(&mut self) -> bool {
-        let now = Instant::now();
-        let left = match self.deadline {
-            Some(deadline) if now >= deadline => return false,
-            Some(deadline) => deadline - now,
-            None => Duration::MAX,
-        };
-        let step = self.step;
-        self.step = self.step.saturating_add(1);
-        if step < SPIN_STEPS {
-            for _ in 0..1u32 << step {
-                std::hint::spin_loop();
-            }
-        } else if step < SPIN_STEPS + YIELD_STEPS {
-            thread::yield_now();
-        } else {
-            thread::sleep(Self::sleep_for(step).min(left));
-        }
-        true
     }
 }
 
@@ -185,6 +180,35 @@ impl PoolInner {
             }
         }
     }
+
+    /// A release while anyone waits, after freeing its own buffer: if the
+    /// waiters want more than is free, frees for them the idle buffers this
+    /// thread can reach: its own caches (memory only it can free), the
+    /// depots, the inboxes.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn reclaim_for_waiters(&self) {
+        let wanted = self.ledger.waiters.wanted();
+        if wanted > 0 {
+            self.reclaim_for(wanted);
+        }
+    }
+
+    /// Frees idle buffers it can reach worth what `want` more bytes would
+    /// take past the limit, for the waiters (`want`: the bytes of those not
+    /// yet granted, up to the one that asks). The frees serve the queue
+    /// themselves.
+    pub(crate) fn reclaim_for(&self, want: u64) {
+        let Some(limit) = self.ledger.limit() else {
+            return;
+        };
+        let allocated = self.ledger.allocated();
+        let short = allocated.saturating_add(want).saturating_sub(limit);
+        if short > 0 {
+            let start = idle::random_below(self.buckets.len(), allocated);
+            self.evict_walk(short, None, start, usize::MAX);
+        }
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -206,37 +230,28 @@ mod tests {
     }
 
     #[test]
-    fn waiters_make_pressure() {
-        let ledger = Ledger::new(Some(1));
+    fn the_waiting_bit_is_not_counted() {
+        let ledger = Ledger::new(Some(100));
         assert!(!ledger.under_pressure());
-        let w = ledger.wait();
+        ledger.set_waiting(true);
         assert!(ledger.under_pressure());
-        drop(w);
+        assert_eq!(ledger.allocated(), 0);
+        assert_eq!(ledger.reserve(100), Ok(()));
+        assert_eq!(ledger.reserve(1), Err(100), "the bit is not bytes");
+        assert!(ledger.under_pressure(), "reserving keeps the bit");
+        ledger.free(40);
+        assert_eq!(ledger.allocated(), 60);
+        assert!(ledger.under_pressure(), "freeing keeps the bit");
+        ledger.set_waiting(false);
         assert!(!ledger.under_pressure());
+        assert_eq!(ledger.allocated(), 60);
     }
 
     #[test]
-    fn backoff_is_bounded() {
-        assert_eq!(Backoff::sleep_for(0), Duration::ZERO);
-        assert_eq!(Backoff::sleep_for(SPIN_STEPS + YIELD_STEPS), FIRST_SLEEP);
-        assert_eq!(
-            Backoff::sleep_for(SPIN_STEPS + YIELD_STEPS + 1),
-            FIRST_SLEEP * 2
-        );
-        assert_eq!(Backoff::sleep_for(u32::MAX), MAX_SLEEP);
-        let start = Instant::now();
-        let mut b = Backoff::new(Some(start + Duration::from_millis(20)));
-        let mut waits = 0;
-        while b.wait() {
-            waits += 1;
-        }
-        // No upper bound on the time taken: this machine may be loaded. Each
-        // sleep is at most `MAX_SLEEP` and at most the time left (above), and
-        // the wait does end, at or after the deadline.
-        // (Nor a lower bound on the waits: on a loaded machine a few yields
-        // can outlast the deadline.)
-        let took = start.elapsed();
-        assert!(took >= Duration::from_millis(20), "{took:?}");
-        assert!(waits >= 1, "{waits}");
+    fn a_limit_above_the_bit_is_clamped_below_it() {
+        let ledger = Ledger::new(Some(u64::MAX - 1));
+        assert_eq!(ledger.reserve(BYTES), Ok(()));
+        assert_eq!(ledger.reserve(1), Err(BYTES));
+        assert!(!ledger.under_pressure());
     }
 }

@@ -20,7 +20,10 @@
 //! - **Memory limit** ([`memory_limit`](BufferPoolBuilder::memory_limit)).
 //!   A hard cap on all buffer memory: reserve, else free idle buffers and
 //!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
-//!   [`BufferPool::acquire_timeout`] waits with bounded back-off.
+//!   [`BufferPool::acquire_async`] (a task) and
+//!   [`BufferPool::acquire_timeout`] (a thread) wait for memory to be freed,
+//!   in one queue, first come first served; [`BufferPool::prefill`] warms a
+//!   bucket within the limits.
 //! - **Alignment** ([`alignment`](BufferPoolBuilder::alignment)), e.g. 4096
 //!   for `O_DIRECT` or io_uring registered buffers.
 //! - **Scopes.** [`BufferPool::scope`] lends `&mut [u8]` slices from pooled
@@ -75,10 +78,13 @@ mod limit;
 mod loan;
 mod owner;
 mod pool;
+mod prefill;
 mod raw;
 mod scope;
 mod slow;
 mod stats;
+mod wait;
+mod waiters;
 
 pub use self::builder::BufferPoolBuilder;
 pub use self::guard::{OwnedPooledBuf, PooledBuf};

@@ -3,17 +3,19 @@
 //! one idle-memory account and one memory ledger. It holds the shared state
 //! ([`PoolInner`]) and hands each call to the path that serves it: the owner
 //! paths ([`super::owner`]), the slow paths ([`super::slow`]), eviction
-//! ([`super::evict`]) and the limit ([`super::limit`]).
+//! ([`super::evict`]), the limit ([`super::limit`]), waiting for memory
+//! ([`super::wait`]) and prefill ([`super::prefill`]).
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::time::Duration;
 
 use super::builder::{BufferPoolBuilder, PoolConfig};
 use super::guard::{OwnedPooledBuf, PooledBuf};
 use super::inner::PoolInner;
-use super::limit::Backoff;
 use super::scope::Scope;
 use super::stats::BufferPoolStats;
+use super::wait::{Acquire, AcquireOwned};
 use crate::error::AcquireError;
 use crate::loom::{Arc, Weak};
 
@@ -204,16 +206,22 @@ impl BufferPool {
     }
 
     /// Like [`try_acquire`](Self::try_acquire), but at the `memory_limit`
-    /// waits up to `timeout` for other threads to release memory, with
-    /// bounded back-off (spins, yields, then sleeps from 10 µs doubling to
-    /// 1 ms). While a thread waits, buffers released anywhere are freed
-    /// rather than cached, so that it can have their memory.
+    /// waits up to `timeout` for memory to be freed, parked. Waiting threads
+    /// and tasks ([`acquire_async`](Self::acquire_async)) share one queue
+    /// and are served first come, first served: the free that makes room for
+    /// the first of them reserves the memory for it and wakes it. While
+    /// anyone waits, buffers released anywhere go to the waiters rather than
+    /// to a cache: handed over whole to a waiter of the same bucket, else
+    /// freed. [The buffer guide](crate::guide::buffers) has the details.
     ///
     /// # Errors
     ///
-    /// As `try_acquire`, after the wait: [`AcquireError::LimitExceeded`]
-    /// with the numbers as they were at the last try. A request larger than
-    /// the limit itself fails at once.
+    /// At once, as `try_acquire` would: [`AcquireError::TooLarge`] for a
+    /// size no allocation can have, [`AcquireError::LimitExceeded`] for a
+    /// request larger than the limit itself (its bucket's capacity, or the
+    /// size asked above `max_capacity`), [`AcquireError::AllocFailed`] if
+    /// the allocator fails. After the wait, `LimitExceeded` with the numbers
+    /// as they were when it gave up.
     ///
     /// # Examples
     ///
@@ -235,24 +243,202 @@ impl BufferPool {
         capacity: usize,
         timeout: Duration,
     ) -> Result<PooledBuf<'_>, AcquireError> {
-        let first = match self.try_acquire(capacity) {
-            Err(AcquireError::LimitExceeded {
-                requested, limit, ..
-            }) if requested as u64 <= limit => None,
-            other => Some(other),
-        };
-        if let Some(result) = first {
-            return result;
-        }
-        let mut backoff = Backoff::new(Instant::now().checked_add(timeout));
-        let _waiting = self.inner.ledger.wait();
-        loop {
-            let result = self.try_acquire(capacity);
-            match result {
-                Err(AcquireError::LimitExceeded { .. }) if backoff.wait() => continue,
-                other => return other,
-            }
-        }
+        let inner = &*self.inner;
+        let (buf, home, origin) = inner.acquire_blocking(capacity, timeout)?;
+        Ok(PooledBuf::new(inner, buf, home, origin))
+    }
+
+    /// Like [`acquire_timeout`](Self::acquire_timeout), for a pool in an
+    /// `Arc`: the buffer is `'static` (see
+    /// [`acquire_owned`](Self::acquire_owned)).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_timeout`](Self::acquire_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = Arc::new(BufferPool::builder().memory_limit(100_000).build()?);
+    /// // Above `max_capacity` (64 KiB): not pooled, freed when dropped.
+    /// let held = pool.acquire_owned(100_000);
+    /// assert!(pool.acquire_owned_timeout(4096, Duration::ZERO).is_err());
+    /// let releaser = std::thread::spawn(move || {
+    ///     std::thread::sleep(Duration::from_millis(10));
+    ///     drop(held); // frees its memory: the waiter is woken with 4 KiB of it
+    /// });
+    /// let buf = pool.acquire_owned_timeout(4096, Duration::from_secs(60))?;
+    /// assert_eq!(buf.capacity(), 4096);
+    /// # releaser.join().unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_owned_timeout(
+        self: &Arc<Self>,
+        capacity: usize,
+        timeout: Duration,
+    ) -> Result<OwnedPooledBuf, AcquireError> {
+        let (buf, home, origin) = self.inner.acquire_blocking(capacity, timeout)?;
+        #[cfg(feature = "track")]
+        self.inner.track(&buf, std::panic::Location::caller());
+        Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
+    }
+
+    /// A buffer of at least `capacity` bytes, waiting without blocking at
+    /// the `memory_limit` until memory is freed for it.
+    ///
+    /// The future tries as [`try_acquire`](Self::try_acquire) does when it
+    /// is first polled. At the limit it joins the pool's queue of waiters
+    /// (tasks, and threads in [`acquire_timeout`](Self::acquire_timeout)),
+    /// frees the idle buffers it can reach, and returns `Pending`; a free
+    /// that makes room for it (a buffer dropped, or an idle one evicted or
+    /// trimmed) reserves the memory for it and wakes it. Waiters are served
+    /// first come, first served; one that does not fit yet holds up those
+    /// behind it. While anyone waits, buffers released anywhere go to the
+    /// waiters rather than to a cache: a waiter for a buffer of the same
+    /// bucket gets the buffer itself, and reuses it; else it is freed, so
+    /// that the waiters can have its memory.
+    /// Without a limit, it never waits. Polled again after it completed, it
+    /// acquires another buffer.
+    ///
+    /// Memory idle in another thread's cache is not free: only that thread
+    /// can free it. The section "Waiting for memory" of
+    /// [the buffer guide](crate::guide::buffers) has the details, and when
+    /// to add a timeout (such as `tokio::time::timeout`).
+    ///
+    /// # Errors
+    ///
+    /// At once, as `try_acquire` would, for a request that can never be
+    /// served: [`AcquireError::TooLarge`] for a size no allocation can have,
+    /// [`AcquireError::LimitExceeded`] for a request larger than the limit
+    /// itself (its bucket's capacity, or the size asked above
+    /// `max_capacity`); and [`AcquireError::AllocFailed`] if the allocator
+    /// fails.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes takes it out of the queue,
+    /// and it has reserved nothing. If memory had been reserved for it but
+    /// it had not yet been polled, the memory goes to the next waiter, which
+    /// is woken: no waiter is left asleep with memory free for it.
+    ///
+    /// # Examples
+    ///
+    /// With a minimal executor (use your runtime's: `.await` in a task):
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Poll, Wake, Waker};
+    /// use std::thread::{self, Thread};
+    /// use recycler_core::AcquireError;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// /// Runs `f` on this thread, parked while it waits.
+    /// fn block_on<F: Future>(f: F) -> F::Output {
+    ///     struct Unpark(Thread);
+    ///     impl Wake for Unpark {
+    ///         fn wake(self: Arc<Self>) {
+    ///             self.0.unpark();
+    ///         }
+    ///     }
+    ///     let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    ///     let mut cx = Context::from_waker(&waker);
+    ///     let mut f = pin!(f);
+    ///     loop {
+    ///         match f.as_mut().poll(&mut cx) {
+    ///             Poll::Ready(out) => return out,
+    ///             Poll::Pending => thread::park(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let pool = BufferPool::builder().memory_limit(100_000).build()?;
+    /// // The whole limit, above `max_capacity`: not pooled, freed when dropped.
+    /// let held = pool.acquire(100_000);
+    /// let buf = thread::scope(|s| {
+    ///     s.spawn(move || drop(held)); // frees it, before or while we wait
+    ///     block_on(pool.acquire_async(4096))
+    /// })?;
+    /// assert_eq!(buf.capacity(), 4096);
+    ///
+    /// // Larger than the limit: it would wait forever, so it fails at once.
+    /// let err = block_on(pool.acquire_async(200_000)).unwrap_err();
+    /// assert!(matches!(err, AcquireError::LimitExceeded { requested: 200_000, .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_async(
+        &self,
+        capacity: usize,
+    ) -> impl Future<Output = Result<PooledBuf<'_>, AcquireError>> {
+        Acquire::new(&self.inner, capacity)
+    }
+
+    /// Like [`acquire_async`](Self::acquire_async), for a pool in an `Arc`:
+    /// the future and the buffer are `Send + 'static`, for spawned tasks.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_async`](Self::acquire_async).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire_async`](Self::acquire_async): dropped before it
+    /// completes, the future leaves the queue having reserved nothing, and
+    /// memory reserved for it goes to the next waiter.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Waker};
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     struct Unpark(std::thread::Thread);
+    /// #     impl std::task::Wake for Unpark {
+    /// #         fn wake(self: std::sync::Arc<Self>) {
+    /// #             self.0.unpark();
+    /// #         }
+    /// #     }
+    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    /// #     let mut cx = std::task::Context::from_waker(&waker);
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         match f.as_mut().poll(&mut cx) {
+    /// #             std::task::Poll::Ready(out) => return out,
+    /// #             std::task::Poll::Pending => std::thread::park(),
+    /// #         }
+    /// #     }
+    /// # }
+    /// let pool = Arc::new(BufferPool::builder().memory_limit(8192).build()?);
+    /// let held = pool.acquire_owned(8192);
+    /// let wait = pool.acquire_owned_async(4096);
+    /// fn spawnable<F: Future + Send + 'static>(f: F) -> F { f }
+    /// let mut wait = pin!(spawnable(wait));
+    ///
+    /// // Polled once at the limit, it joins the queue.
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(wait.as_mut().poll(&mut cx).is_pending());
+    /// std::thread::spawn(move || drop(held)).join().unwrap(); // frees 8 KiB
+    /// let buf = block_on(wait)?; // memory was reserved for it
+    /// assert_eq!(buf.capacity(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_owned_async(
+        self: &Arc<Self>,
+        capacity: usize,
+    ) -> impl Future<Output = Result<OwnedPooledBuf, AcquireError>> + Send + 'static {
+        AcquireOwned::new(Arc::clone(self), capacity)
     }
 
     /// Like [`acquire`](Self::acquire), for a pool in an `Arc`: the buffer
@@ -379,6 +565,58 @@ impl BufferPool {
         for bucket in &*self.inner.buckets {
             bucket.recycler.trim();
         }
+    }
+
+    /// Makes up to `count` buffers for the bucket that serves `capacity`
+    /// and puts them where every thread finds them: the bucket's shared
+    /// depot. Returns how many it added.
+    ///
+    /// For warming a pool at start-up on one thread, before worker threads
+    /// (a tokio runtime's, a thread pool's) acquire: a thread's first
+    /// acquire from the bucket finds a batch in the depot, a pooled buffer
+    /// (counted in [`BucketStats::pooled`](super::BucketStats::pooled)),
+    /// not a new allocation.
+    ///
+    /// It never goes past a limit, and never frees other buffers to make
+    /// room: it stops short when the depot is full (it holds four times
+    /// `max_idle_per_thread`), when the next buffer would take idle memory
+    /// over `max_idle_memory` or all memory over `memory_limit`, or while
+    /// anyone waits for memory (that memory is theirs). A capacity above
+    /// `max_capacity` has no bucket, and gets `Ok(0)`: such buffers are
+    /// never pooled. So do `count` 0 and a pool with
+    /// `max_idle_per_thread(0)`.
+    ///
+    /// # Errors
+    ///
+    /// Only when not even one buffer could be made:
+    /// [`AcquireError::LimitExceeded`] when the memory limit has no room
+    /// for one (nothing idle is freed to make room), and
+    /// [`AcquireError::AllocFailed`] if the allocator fails. Once one buffer
+    /// is made, a later stop is a short count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::AcquireError;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().max_idle_per_thread(8).memory_limit(1 << 20).build()?;
+    /// assert_eq!(pool.prefill(4096, 10)?, 10);
+    /// assert_eq!(pool.prefill(4096, 100)?, 22); // the depot holds 4 × 8
+    /// assert_eq!(pool.prefill(100_000, 1)?, 0); // above `max_capacity`: not pooled
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| drop(pool.acquire(4096))); // another thread finds one
+    /// });
+    /// let b = pool.stats().buckets[0];
+    /// assert_eq!((b.non_pooled, b.pooled, b.idle), (32, 1, 32));
+    ///
+    /// let tight = BufferPool::builder().memory_limit(8192).build()?;
+    /// assert_eq!(tight.prefill(8192, 2)?, 1); // the limit allows one
+    /// assert!(matches!(tight.prefill(4096, 1), Err(AcquireError::LimitExceeded { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
+        self.inner.prefill(capacity, count)
     }
 
     /// The buffers in use, grouped by the call site that acquired them, with
@@ -630,14 +868,30 @@ mod tests {
 
     #[test]
     fn pressure_frees_releases() {
-        let p = pool(BufferPool::builder().memory_limit(4096));
-        let b = p.acquire(1);
-        let w = p.inner().ledger.wait();
-        drop(b);
-        assert_eq!(p.stats().allocated_memory, 0, "freed, not cached");
-        drop(w);
-        drop(p.acquire(1));
-        assert_eq!(p.stats().allocated_memory, 4096, "cached again");
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+
+        let p = pool(BufferPool::builder().memory_limit(8192));
+        let a = p.acquire(4096);
+        let b = p.acquire(4096);
+        let mut wait = std::pin::pin!(p.acquire_async(8192));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(wait.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(p.inner().ledger.waiters.len(), 1);
+        drop(a);
+        let s = p.stats();
+        assert_eq!(s.allocated_memory, 4096, "freed, not cached: {s}");
+        assert_eq!(s.buckets[0].idle, 0, "{s}");
+        drop(b); // 8 KiB free now: reserved for the waiter
+        assert_eq!(p.stats().allocated_memory, 8192);
+        let Poll::Ready(Ok(got)) = wait.as_mut().poll(&mut cx) else {
+            panic!("granted, so ready");
+        };
+        assert_eq!(p.inner().ledger.waiters.len(), 0);
+        assert!(!p.inner().under_pressure());
+        drop(got);
+        let s = p.stats();
+        assert_eq!(s.buckets[1].idle, 1, "cached again: {s}");
     }
 
     #[test]

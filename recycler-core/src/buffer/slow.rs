@@ -42,13 +42,24 @@ impl PoolInner {
     }
 
     /// Finds or makes a buffer for bucket `idx` (oversize past the last).
-    fn acquire_slow(
+    pub(crate) fn acquire_slow(
         &self,
         capacity: usize,
         idx: usize,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
+        self.acquire_slow_with(capacity, idx, |capacity| self.allocate(capacity))
+    }
+
+    /// Finds a pooled buffer for bucket `idx`, else makes one with `alloc`
+    /// (given the capacity to allocate; oversize past the last bucket).
+    pub(crate) fn acquire_slow_with(
+        &self,
+        capacity: usize,
+        idx: usize,
+        alloc: impl FnOnce(usize) -> Result<Box<Buf>, AcquireError>,
+    ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
         let Some(bucket) = self.buckets.get(idx) else {
-            let buf = self.allocate(capacity)?;
+            let buf = alloc(capacity)?;
             Counters::add_shared(&self.oversize_acquires, 1);
             return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
         };
@@ -59,7 +70,7 @@ impl PoolInner {
                 Buf::reset(&mut buf);
                 (buf, home)
             }
-            None => inner.made(self.allocate(bucket.capacity)?),
+            None => inner.made(alloc(bucket.capacity)?),
         };
         // `take_pooled` sent this thread's pending releases of the bucket:
         // its cache may be indexed now.
@@ -92,8 +103,28 @@ impl PoolInner {
         Some((buf, home))
     }
 
+    /// A fresh buffer for bucket `idx` (oversize past the last) whose bytes
+    /// the caller has reserved on the ledger: a waiter's grant. Never a
+    /// pooled one: the grant is what it allocates. The reservation is freed
+    /// if the allocation fails.
+    pub(crate) fn acquire_reserved(
+        &self,
+        capacity: usize,
+        idx: usize,
+    ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
+        let Some(bucket) = self.buckets.get(idx) else {
+            let buf = self.allocate_reserved(capacity)?;
+            Counters::add_shared(&self.oversize_acquires, 1);
+            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+        };
+        let buf = self.allocate_reserved(bucket.capacity)?;
+        self.count_in_thread_delta(idx);
+        let (buf, home) = bucket.recycler.inner().made(buf);
+        Ok((buf, home, idx as u32))
+    }
+
     /// Allocates a buffer of `capacity` bytes, reserved on the ledger.
-    fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+    pub(crate) fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
         let align = self.config.alignment;
         if capacity > AlignedBuf::max_capacity(align) {
             return Err(AcquireError::TooLarge {
@@ -102,7 +133,25 @@ impl PoolInner {
             });
         }
         self.reserve(capacity)?;
-        match AlignedBuf::try_new(capacity, align) {
+        self.allocate_reserved(capacity)
+    }
+
+    /// A buffer of bucket `idx` that a release handed to a waiter (see
+    /// [`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)),
+    /// reset and counted as a pooled acquire by the calling thread, the
+    /// waiter's.
+    pub(crate) fn take_handed(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
+        Buf::reset(&mut buf);
+        self.count_in_thread_delta(idx);
+        let (buf, home) = self.buckets[idx].recycler.inner().handed(buf);
+        (buf, home, idx as u32)
+    }
+
+    /// Allocates a buffer of `capacity` bytes (at most
+    /// `AlignedBuf::max_capacity`), which the caller has reserved on the
+    /// ledger; frees the reservation if the allocator fails.
+    pub(crate) fn allocate_reserved(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+        match AlignedBuf::try_new(capacity, self.config.alignment) {
             Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(&self.ledger)))),
             Err(err) => {
                 self.ledger.free(capacity as u64);
@@ -118,10 +167,33 @@ impl PoolInner {
         let Some(bucket) = self.buckets.get((origin & !GROWN) as usize) else {
             Counters::add_shared(&self.oversize_releases, 1);
             drop(buf);
+            if self.under_pressure() {
+                self.reclaim_for_waiters();
+            }
             return;
         };
         let inner = bucket.recycler.inner();
-        if inner.is_discard(home) || self.under_pressure() {
+        if self.under_pressure() {
+            // A waiter for this bucket reuses the buffer itself; else it is
+            // freed for the waiters.
+            let buf = if buf.capacity() == bucket.capacity {
+                match self.ledger.waiters.hand_over(bucket.capacity as u64, buf) {
+                    Ok(()) => {
+                        inner.count_release(home, 1);
+                        None
+                    }
+                    Err(buf) => Some(buf),
+                }
+            } else {
+                Some(buf)
+            };
+            if let Some(buf) = buf {
+                inner.discard(buf, home);
+            }
+            self.reclaim_for_waiters();
+            return;
+        }
+        if inner.is_discard(home) {
             inner.discard(buf, home);
             return;
         }

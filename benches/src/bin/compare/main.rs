@@ -49,7 +49,7 @@ same process.
 
   --quick          fewer, shorter samples, W7 up to 1 Mi objects only
                    (a rough look in a few seconds)
-  --workload LIST  only these workloads, comma-separated (W1 to W9)
+  --workload LIST  only these workloads, comma-separated (W1 to W10)
   --alloc LIST     the global allocators to run W1, W2 and W9 under,
                    comma-separated: jemalloc, system, mimalloc, or all
                    (default: all); W1's peers run only under this
@@ -428,7 +428,7 @@ mod tests {
         let a = parse(&[]).unwrap().unwrap();
         assert_eq!(
             a.workloads,
-            ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9"]
+            ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10"]
         );
         assert_eq!(a.allocs, GlobalAllocator::ALL);
         assert!(parse(&["--help"]).unwrap().is_none());
@@ -475,16 +475,16 @@ mod tests {
         ] {
             assert!(USAGE.contains(flag), "{flag}");
         }
-        assert!(USAGE.contains("W1 to W9"));
-        assert_eq!(WORKLOADS.last().map(|w| w.id), Some("W9"));
+        assert!(USAGE.contains("W1 to W10"));
+        assert_eq!(WORKLOADS.last().map(|w| w.id), Some("W10"));
     }
 
     #[test]
     fn rejects_bad_arguments() {
         assert!(
-            parse(&["--workload", "W10"])
+            parse(&["--workload", "W11"])
                 .unwrap_err()
-                .contains("unknown workload `W10`")
+                .contains("unknown workload `W11`")
         );
         assert!(
             parse(&["--alloc", "tcmalloc"])

@@ -12,6 +12,7 @@ use recycler_benches::buffers::{
     Touch, W4_ALL_SIZES, W4_FEW_SIZES, w3_fill_pool, w3_fill_vec_with_capacity, w3_fill_vec_zeroed,
     w4_mix, w4_pool, w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope, w5_vec,
 };
+use recycler_benches::wakeup::{Waiter, median_p99, wakeup_latencies};
 use recycler_benches::{
     Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeMutex,
     LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, QueueFloor,
@@ -21,12 +22,12 @@ use recycler_benches::{
 };
 use recycler_core::buffer::BufferPool;
 
-use crate::measure::{Bench, Contender, Measured};
+use crate::measure::{Bench, Contender, Measured, median};
 use crate::report::{Outcome, Unit, column};
 
 /// One workload of `compare`.
 pub(crate) struct Workload {
-    /// `W1` to `W9`.
+    /// `W1` to `W10`.
     pub(crate) id: &'static str,
     /// Whether it runs once per global allocator, each in its own process:
     /// the workloads whose results depend on the allocator.
@@ -40,7 +41,7 @@ pub(crate) struct Workload {
 }
 
 /// The workloads, in the order they run.
-pub(crate) const WORKLOADS: [Workload; 9] = [
+pub(crate) const WORKLOADS: [Workload; 10] = [
     Workload {
         id: "W1",
         per_allocator: true,
@@ -94,6 +95,12 @@ pub(crate) const WORKLOADS: [Workload; 9] = [
         per_allocator: true,
         run: w9,
         summary: w9_summary,
+    },
+    Workload {
+        id: "W10",
+        per_allocator: false,
+        run: w10,
+        summary: no_summary,
     },
 ];
 
@@ -784,4 +791,63 @@ fn w9_summary(group: &[Outcome]) -> Vec<String> {
             fastest_peer(group, &MESSAGE_PEERS)
         ),
     ]
+}
+
+/// W10: the wake-up latency of a wait for memory at the limit, against a
+/// `Condvar` handoff and a bare unpark. Each sample is the median of a run
+/// of wake-ups, the contenders taking turns sample by sample (this
+/// machine's wake-ups drift by a factor of ten as its load changes); the
+/// note gives the median and the 99th percentile of every single wake-up.
+fn w10(b: &mut Bench<'_>) -> Vec<Outcome> {
+    const ROUNDS: usize = 400;
+    let reps = b.budget.samples.min(if b.budget.quick { 5 } else { 11 });
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); Waiter::ALL.len()];
+    let mut every: Vec<Vec<Duration>> = vec![Vec::new(); Waiter::ALL.len()];
+    for _ in 0..reps {
+        for (i, waiter) in Waiter::ALL.into_iter().enumerate() {
+            let m = b.samples("W10", waiter.name(), 1, || {
+                let lat = wakeup_latencies(waiter, ROUNDS);
+                let (median, _) = median_p99(&lat);
+                every[i].extend(lat);
+                median.as_secs_f64() * 1e9
+            });
+            samples[i].extend(m.samples_ns);
+        }
+    }
+    let results = Waiter::ALL
+        .into_iter()
+        .zip(samples)
+        .map(|(waiter, samples_ns)| Measured {
+            name: waiter.name().to_string(),
+            median_ns: median(&samples_ns),
+            samples_ns,
+        })
+        .collect();
+    let mut o = Outcome::new(
+        "W10",
+        "wake-up latency: a waiter at the memory limit woken by a free on another thread",
+        Unit::NsPerOp,
+        "pool_async",
+        b.alloc,
+        results,
+    );
+    if !b.is_counting() {
+        let line = Waiter::ALL
+            .iter()
+            .zip(&every)
+            .map(|(waiter, lat)| {
+                let (median, p99) = median_p99(lat);
+                format!(
+                    "{} {:.1}/{:.1}",
+                    waiter.name(),
+                    median.as_secs_f64() * 1e6,
+                    p99.as_secs_f64() * 1e6
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        o.notes
+            .push(format!("median/p99 of single wake-ups, µs: {line}"));
+    }
+    vec![o]
 }

@@ -1,0 +1,111 @@
+//! Prefill: buffers made ahead of need into a bucket's depot, where every
+//! thread finds them, within the memory limit and the idle-memory cap.
+//!
+//! The core's `prefill` calls a recycler's factory; a pool allocates its
+//! buffers itself, on its ledger, so it has its own: reserve on the ledger
+//! (never past the limit, never reclaiming), count the bytes idle in the
+//! calling thread's delta (never past the cap as that thread sees it, the
+//! check a release makes, but never evicting), allocate, and store a batch
+//! at a time in the depot, counted as made and prefilled on the bucket's
+//! shared counters.
+
+use super::inner::PoolInner;
+use crate::error::AcquireError;
+use crate::stats::Counters;
+
+/// Why a prefill stopped short.
+enum Stop {
+    /// The depot is full, the idle cap has no room, or others wait for
+    /// memory.
+    Full,
+    /// The memory limit has no room, or the allocator failed.
+    Failed(AcquireError),
+}
+
+impl PoolInner {
+    /// See [`BufferPool::prefill`](super::BufferPool::prefill).
+    pub(crate) fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
+        let idx = self.bucket_index(capacity);
+        let Some(bucket) = self.buckets.get(idx) else {
+            return Ok(0); // oversize: never pooled
+        };
+        let inner = bucket.recycler.inner();
+        let bytes = bucket.capacity;
+        let mut added = 0;
+        let mut stop = None;
+        while added < count && stop.is_none() {
+            let room = inner.depot.room().min(count - added);
+            if room == 0 {
+                break;
+            }
+            let want = room.min(inner.config.batch_size);
+            let mut batch = Vec::with_capacity(want);
+            while batch.len() < want {
+                match self.prefill_one(bytes) {
+                    Ok(buf) => batch.push(buf),
+                    Err(why) => {
+                        stop = Some(why);
+                        break;
+                    }
+                }
+            }
+            let made = batch.len();
+            Counters::add_shared(&inner.shared.created, made as u64);
+            Counters::add_shared(&inner.shared.prefilled, made as u64);
+            // Filled meanwhile by others: the rest are dropped, counted.
+            let rejected = inner.depot.put(batch).map_or(0, |rejected| {
+                let n = rejected.len();
+                inner.drop_idle(rejected, None);
+                n
+            });
+            added += made - rejected;
+            if rejected > 0 {
+                break;
+            }
+        }
+        match stop {
+            Some(Stop::Failed(err)) if added == 0 => Err(err),
+            _ => Ok(added),
+        }
+    }
+
+    /// One buffer of `bytes` for the depot, reserved on the ledger and
+    /// counted idle; or why not.
+    fn prefill_one(&self, bytes: usize) -> Result<Box<super::buf::Buf>, Stop> {
+        // The memory that waiters wait for is theirs.
+        if self.under_pressure() {
+            return Err(Stop::Full);
+        }
+        if let Err(allocated) = self.ledger.reserve(bytes as u64) {
+            return Err(Stop::Failed(AcquireError::LimitExceeded {
+                requested: bytes,
+                allocated,
+                limit: self.ledger.limit().unwrap_or(u64::MAX),
+            }));
+        }
+        // Counted in the calling thread's delta, as its releases are: the
+        // total stays exact wherever the buffer goes, and the cap is checked
+        // as a release on this thread checks it (with its own delta).
+        let counted = match &self.idle {
+            None => None,
+            Some(acct) => {
+                let Some(pl) = self.bind() else {
+                    // The thread is exiting: it has no delta to count in.
+                    self.ledger.free(bytes as u64);
+                    return Err(Stop::Full);
+                };
+                if !acct.try_add(&pl.delta, bytes as u64) {
+                    self.ledger.free(bytes as u64);
+                    return Err(Stop::Full);
+                }
+                Some((acct, pl))
+            }
+        };
+        self.allocate_reserved(bytes).map_err(|err| {
+            if let Some((acct, pl)) = counted {
+                acct.sub(&pl.delta, bytes as u64);
+            }
+            Stop::Failed(err)
+        })
+    }
+}

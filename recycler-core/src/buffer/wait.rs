@@ -1,0 +1,377 @@
+//! Waiting for memory at the limit: the queue of those that wait (tasks in
+//! `acquire_async` and `acquire_owned_async`, threads in `acquire_timeout`
+//! and `acquire_owned_timeout`), the frees that serve it, and the waits
+//! themselves ([`Waiting`], and the futures and the blocking loop built on
+//! it).
+//!
+//! # Grants, in order
+//!
+//! A free that finds the ledger's waiting bit set (see [`super::limit`])
+//! serves the queue: while the first waiter not yet served fits under the
+//! limit, it reserves that waiter's bytes on the waiter's behalf, marks it
+//! granted and wakes it; the waiter then allocates its buffer on the bytes
+//! reserved for it. So the memory freed goes to the waiters in the order they
+//! came, and nothing can take it from them between the free and the wake-up.
+//! A waiter that does not fit holds up those behind it (strictly first come,
+//! first served: a stream of small requests cannot starve a large one).
+//!
+//! A release while anyone waits hands its buffer itself to the first waiter
+//! not yet granted, if that waiter wants a buffer of the same bucket
+//! ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
+//! buffer's memory, still allocated, is the grant, and the waiter reuses the
+//! buffer (a pooled acquire) instead of allocating one. Otherwise the
+//! release frees its buffer, and the free serves the queue as above. So
+//! under contention at the limit, where most acquires wait, reuse goes on:
+//! without the hand-over, every acquire that waited allocated afresh.
+//!
+//! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth,
+//! `prefill`) are not held back by the queue: they take memory that is free,
+//! which is memory the first waiter does not fit in. A wait starts with such
+//! a try only while nobody waits; once someone does, a new wait joins the
+//! queue behind them at once.
+//!
+//! # No lost wake-up
+//!
+//! A wait whose first try found no memory (1) joins the queue, setting the
+//! waiting bit with a read-modify-write of the ledger's word if the queue
+//! was empty, both under the queue's lock; (2) frees the idle buffers it can
+//! reach; (3) serves the queue itself; (4) looks whether it was granted.
+//! Call `S` the write that set the bit for this wait: its own in (1), or,
+//! if the queue was not empty, that of the wait that made it non-empty,
+//! under a lock taken before (1)'s; the bit stays set from `S` on while
+//! this wait is in the queue. Take a free `F` around (1). Its `fetch_sub`
+//! and `S` are read-modify-writes of one word, so they are ordered in the
+//! word's modification order, and each reads the value just before it.
+//!
+//! - `F` before `S`: `S` happens before (3) reads the word (program order,
+//!   or through the lock), so by coherence (3) reads it as of `S` or later,
+//!   which counts `F`'s bytes freed: (3) sees them, with this wait queued.
+//! - `F` after `S`: `F` reads the bit and serves the queue, taking the lock.
+//!   If its lock comes after (1)'s, it sees this wait; if before, `F`
+//!   happens before (1), hence before (3), which then sees `F`'s bytes.
+//!
+//! So some serve sees every free together with this wait, and serving
+//! grants in order while the first waiter not yet served fits; a waiter
+//! that leaves serves the next one in turn (below). No
+//! fence is needed, and no ordering stronger than `Relaxed` on the word:
+//! the queue's lock orders everything else (grants, wakers, leaving). The
+//! loom models in `tests/tests/loom_buffer.rs` run the race.
+//!
+//! # Cancel safety
+//!
+//! A wait dropped while in the queue leaves it and has reserved nothing. If
+//! it had been granted and not yet taken its grant, it frees the grant,
+//! which serves the next waiter: its wake-up passes on. If it was the first
+//! waiter not yet granted, it serves the queue, since the next one may fit
+//! where it did not.
+//!
+//! # What wakes a waiter
+//!
+//! A release handing its buffer over, and frees: a buffer dropped (released
+//! while anyone waits, above `max_capacity`, grown past it, evicted,
+//! trimmed, over the idle cap), and a granted waiter that leaves. Memory
+//! idle in a thread's cache is not free, and only that thread can free it.
+//! While anyone waits, releases hand over or free their buffer rather than
+//! keep it ([`PoolInner::under_pressure`], one relaxed load of the bit), so
+//! that memory in use reaches the waiters, and
+//! if the waiters want more than is free, also the idle buffers their
+//! thread can reach ([`PoolInner::reclaim_for_waiters`]). A release that
+//! runs just as the first waiter joins may not see the bit yet and keep its
+//! buffer in its thread's cache, where that thread's next acquire uses it,
+//! or its next release while anyone waits frees it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::buf::Buf;
+use super::guard::{OwnedPooledBuf, PooledBuf};
+use super::inner::PoolInner;
+use super::pool::BufferPool;
+use super::raw::AlignedBuf;
+use super::waiters::{Polled, Wake};
+use crate::error::AcquireError;
+use crate::home::Home;
+use crate::loom::Arc;
+
+/// A buffer taken apart, for a guard to be made of: the buffer, its home,
+/// its origin.
+pub(crate) type Parts = (Box<Buf>, Home<Buf>, u32);
+
+/// How a wait reaches its pool: by reference, or through the `Arc` of an
+/// owned wait.
+pub(crate) trait PoolHandle {
+    fn pool(&self) -> &PoolInner;
+}
+
+impl PoolHandle for &PoolInner {
+    fn pool(&self) -> &PoolInner {
+        self
+    }
+}
+
+impl PoolHandle for Arc<BufferPool> {
+    fn pool(&self) -> &PoolInner {
+        self.inner()
+    }
+}
+
+/// One acquire that may wait for memory; leaves the queue when dropped
+/// (see the module docs).
+pub(crate) struct Waiting<P: PoolHandle> {
+    pool: P,
+    capacity: usize,
+    /// In the queue: the waiter's id and the bytes of its request.
+    queued: Option<(u64, u64)>,
+    /// Where the wait began, which the buffer is tracked as taken at
+    /// (feature `track`).
+    #[cfg(feature = "track")]
+    at: &'static std::panic::Location<'static>,
+}
+
+impl<P: PoolHandle> Waiting<P> {
+    #[cfg_attr(feature = "track", track_caller)]
+    pub(crate) fn new(pool: P, capacity: usize) -> Self {
+        Self {
+            pool,
+            capacity,
+            queued: None,
+            #[cfg(feature = "track")]
+            at: std::panic::Location::caller(),
+        }
+    }
+
+    /// Records the buffer the wait got (feature `track`).
+    #[cfg(feature = "track")]
+    fn track(&self, parts: &Parts) {
+        self.pool.pool().track(&parts.0, self.at);
+    }
+
+    /// Moves the wait on: the buffer, once there is one; the error, if there
+    /// can never be one; else `Pending`, and `waker` is woken when it is
+    /// worth polling again (`None`: the calling thread is unparked).
+    pub(crate) fn poll(&mut self, waker: Option<&Waker>) -> Poll<Result<Parts, AcquireError>> {
+        let pool = self.pool.pool();
+        let idx = pool.bucket_index(self.capacity);
+        loop {
+            let Some((id, _)) = self.queued else {
+                let bytes = match pool.wait_bytes(self.capacity, idx) {
+                    Ok(bytes) => bytes,
+                    Err(err) => return Poll::Ready(Err(err)),
+                };
+                // While others wait, join the queue behind them.
+                if !pool.under_pressure() {
+                    match pool.try_parts(self.capacity, idx) {
+                        Err(AcquireError::LimitExceeded { .. }) => {}
+                        other => return Poll::Ready(other),
+                    }
+                }
+                // No memory: join the queue at once. (The try did not
+                // reclaim, to keep short the time in which a release on
+                // another thread, not seeing anyone wait yet, keeps its
+                // buffer in its own cache; the reclaim comes next.)
+                let wake = match waker {
+                    Some(waker) => Wake::Task(waker.clone()),
+                    None => Wake::Thread(thread::current()),
+                };
+                let waiters = &pool.ledger.waiters;
+                let (id, want) = waiters.join(&pool.ledger, bytes, wake);
+                self.queued = Some((id, bytes));
+                // Free what this thread can reach, then serve the queue
+                // itself: a free since the try would otherwise be lost (see
+                // the module docs).
+                pool.reclaim_for(want);
+                waiters.serve(&pool.ledger);
+                continue;
+            };
+            return match pool.ledger.waiters.poll(&pool.ledger, id, waker) {
+                Polled::Waiting => Poll::Pending,
+                Polled::Granted(handed) => {
+                    self.queued = None;
+                    Poll::Ready(match handed {
+                        Some(buf) => Ok(pool.take_handed(idx, buf)),
+                        None => pool.acquire_reserved(self.capacity, idx),
+                    })
+                }
+                Polled::Missing => {
+                    self.queued = None;
+                    continue;
+                }
+            };
+        }
+    }
+
+    /// Gives up waiting (a blocking wait's deadline): the buffer if it was
+    /// granted meanwhile, else `LimitExceeded` with the numbers as they are.
+    fn give_up(&mut self) -> Result<Parts, AcquireError> {
+        let pool = self.pool.pool();
+        let idx = pool.bucket_index(self.capacity);
+        let bytes = match self.queued.take() {
+            Some((id, bytes)) => {
+                match pool.ledger.waiters.leave(&pool.ledger, id) {
+                    Some((_, Some(buf))) => return Ok(pool.take_handed(idx, buf)),
+                    Some((_, None)) => return pool.acquire_reserved(self.capacity, idx),
+                    None => {}
+                }
+                bytes
+            }
+            None => pool.wait_bytes(self.capacity, idx)?,
+        };
+        Err(AcquireError::LimitExceeded {
+            requested: bytes as usize,
+            allocated: pool.ledger.allocated(),
+            limit: pool.ledger.limit().unwrap_or(u64::MAX),
+        })
+    }
+}
+
+impl<P: PoolHandle> Drop for Waiting<P> {
+    fn drop(&mut self) {
+        if let Some((id, _)) = self.queued.take() {
+            let pool = self.pool.pool();
+            let ledger = &pool.ledger;
+            match ledger.waiters.leave(ledger, id) {
+                // Passes the wake-up on: the free serves the next waiter.
+                Some((granted, None)) => ledger.free(granted),
+                // Released again, as if the guard it was about to become
+                // dropped: handed to the next waiter, or freed.
+                Some((_, Some(buf))) => {
+                    let idx = pool.bucket_index(self.capacity);
+                    let (buf, home, origin) = pool.take_handed(idx, buf);
+                    pool.release_parts(buf, home, origin);
+                }
+                None => {}
+            }
+        }
+    }
+}
+
+/// The future of [`BufferPool::acquire_async`].
+pub(crate) struct Acquire<'a>(Waiting<&'a PoolInner>);
+
+impl<'a> Acquire<'a> {
+    #[cfg_attr(feature = "track", track_caller)]
+    pub(crate) fn new(pool: &'a PoolInner, capacity: usize) -> Self {
+        Self(Waiting::new(pool, capacity))
+    }
+}
+
+impl<'a> Future for Acquire<'a> {
+    type Output = Result<PooledBuf<'a>, AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let pool: &'a PoolInner = this.0.pool;
+        let got = std::task::ready!(this.0.poll(Some(cx.waker())));
+        #[cfg(feature = "track")]
+        if let Ok(parts) = &got {
+            this.0.track(parts);
+        }
+        Poll::Ready(got.map(|(buf, home, origin)| PooledBuf::untracked(pool, buf, home, origin)))
+    }
+}
+
+/// The future of [`BufferPool::acquire_owned_async`].
+pub(crate) struct AcquireOwned(Waiting<Arc<BufferPool>>);
+
+impl AcquireOwned {
+    #[cfg_attr(feature = "track", track_caller)]
+    pub(crate) fn new(pool: Arc<BufferPool>, capacity: usize) -> Self {
+        Self(Waiting::new(pool, capacity))
+    }
+}
+
+impl Future for AcquireOwned {
+    type Output = Result<OwnedPooledBuf, AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let got = std::task::ready!(this.0.poll(Some(cx.waker())));
+        #[cfg(feature = "track")]
+        if let Ok(parts) = &got {
+            this.0.track(parts);
+        }
+        Poll::Ready(got.map(|(buf, home, origin)| {
+            OwnedPooledBuf::new(Arc::clone(&this.0.pool), buf, home, origin)
+        }))
+    }
+}
+
+impl PoolInner {
+    /// The bytes a buffer for `capacity` (of bucket `idx`, oversize past
+    /// the last) takes on the ledger: its bucket's capacity, or exactly
+    /// `capacity`. Or the error `try_acquire` reports for a request that can
+    /// never be served: a size no buffer can have, more than the limit.
+    fn wait_bytes(&self, capacity: usize, idx: usize) -> Result<u64, AcquireError> {
+        let bytes = match self.buckets.get(idx) {
+            Some(bucket) => bucket.capacity,
+            None => {
+                let max = AlignedBuf::max_capacity(self.config.alignment);
+                if capacity > max {
+                    return Err(AcquireError::TooLarge {
+                        requested: capacity,
+                        max,
+                    });
+                }
+                capacity
+            }
+        };
+        match self.ledger.limit() {
+            Some(limit) if bytes as u64 > limit => Err(AcquireError::LimitExceeded {
+                requested: bytes,
+                allocated: self.ledger.allocated(),
+                limit,
+            }),
+            _ => Ok(bytes as u64),
+        }
+    }
+
+    /// A buffer now, in parts: as `try_acquire` finds one, but without
+    /// freeing idle buffers at the limit (a wait does that once in the
+    /// queue).
+    #[inline]
+    fn try_parts(&self, capacity: usize, idx: usize) -> Result<Parts, AcquireError> {
+        if let Some((buf, home)) = self.pop_fast(idx) {
+            return Ok((buf, home, idx as u32));
+        }
+        self.acquire_slow_with(capacity, idx, |capacity| {
+            // `wait_bytes` has checked the size.
+            if let Err(allocated) = self.ledger.reserve(capacity as u64) {
+                return Err(AcquireError::LimitExceeded {
+                    requested: capacity,
+                    allocated,
+                    limit: self.ledger.limit().unwrap_or(u64::MAX),
+                });
+            }
+            self.allocate_reserved(capacity)
+        })
+    }
+
+    /// `acquire_timeout`: a buffer now, or once memory is freed for it, until
+    /// `timeout` has passed; the calling thread parks meanwhile.
+    pub(crate) fn acquire_blocking(
+        &self,
+        capacity: usize,
+        timeout: Duration,
+    ) -> Result<Parts, AcquireError> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut wait = Waiting::new(self, capacity);
+        loop {
+            if let Poll::Ready(got) = wait.poll(None) {
+                return got;
+            }
+            match deadline {
+                None => thread::park(),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return wait.give_up();
+                    }
+                    thread::park_timeout(deadline - now);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,348 @@
+//! The queue of a pool's waiters ([`WaitQueue`]), first come first served,
+//! kept in the pool's [`Ledger`]: who waits, for how many bytes, how to wake
+//! each, and what each was granted (bytes reserved for it, or a released
+//! buffer handed over whole). [`super::wait`] describes the grants, the
+//! hand-overs and why no wake-up is lost; the waits themselves live there.
+
+use std::collections::VecDeque;
+use std::task::Waker;
+use std::thread::Thread;
+
+use super::buf::Buf;
+use super::limit::Ledger;
+use crate::loom::{Mutex, MutexGuard};
+
+/// How to wake a waiter.
+pub(crate) enum Wake {
+    /// A task's waker.
+    Task(Waker),
+    /// A thread parked in a blocking wait.
+    Thread(Thread),
+}
+
+impl Wake {
+    fn wake(self) {
+        match self {
+            Self::Task(waker) => waker.wake(),
+            Self::Thread(thread) => thread.unpark(),
+        }
+    }
+}
+
+/// One waiter in the queue.
+struct Entry {
+    /// Increasing in queue order, so that a waiter finds its entry by binary
+    /// search.
+    id: u64,
+    /// The bytes its buffer takes on the ledger.
+    bytes: u64,
+    /// Its bytes are reserved for it: it takes them when it next looks.
+    granted: bool,
+    /// The buffer a release handed it, if its grant is one (its bytes are
+    /// that buffer's, still allocated).
+    handed: Option<Box<Buf>>,
+    /// How to wake it; taken when it is granted.
+    wake: Option<Wake>,
+}
+
+struct Queue {
+    entries: VecDeque<Entry>,
+    next_id: u64,
+    /// The bytes of the waiters not yet granted.
+    wanted: u64,
+}
+
+impl Queue {
+    fn find(&self, id: u64) -> Option<usize> {
+        self.entries.binary_search_by_key(&id, |e| e.id).ok()
+    }
+
+    /// Takes entry `i` out, clearing the waiting bit if it was the last. The
+    /// caller drops the entry (its waker) after unlocking.
+    fn remove(&mut self, i: usize, ledger: &Ledger) -> Option<Entry> {
+        let entry = self.entries.remove(i);
+        if let Some(e) = entry.as_ref().filter(|e| !e.granted) {
+            self.wanted -= e.bytes;
+        }
+        if self.entries.is_empty() {
+            ledger.set_waiting(false);
+        }
+        entry
+    }
+}
+
+/// The queue of a pool's waiters, first come first served; kept in the
+/// pool's [`Ledger`], whose frees serve it.
+///
+/// No user code runs under its lock (wakers are cloned, woken and dropped
+/// outside it), and nothing frees memory under it, since a free may serve
+/// the queue.
+pub(crate) struct WaitQueue {
+    queue: Mutex<Queue>,
+}
+
+/// What a waiter found when it looked.
+pub(crate) enum Polled {
+    /// Its bytes are reserved, or a buffer was handed to it: it has left the
+    /// queue.
+    Granted(Option<Box<Buf>>),
+    /// Still waiting.
+    Waiting,
+    /// It is not in the queue (never: only a waiter takes itself out).
+    Missing,
+}
+
+impl WaitQueue {
+    pub(crate) fn new() -> Self {
+        Self {
+            queue: Mutex::new(Queue {
+                entries: VecDeque::new(),
+                next_id: 0,
+                wanted: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while the lock is held; stay usable even so.
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Joins the queue, at its end, for `bytes`, woken by `wake`; sets the
+    /// ledger's waiting bit if the queue was empty. Returns the waiter's id
+    /// and the bytes the waiters not yet granted want, up to and including
+    /// this one. The caller then serves the queue (see the module docs).
+    pub(crate) fn join(&self, ledger: &Ledger, bytes: u64, wake: Wake) -> (u64, u64) {
+        let mut q = self.lock();
+        let id = q.next_id;
+        q.next_id += 1;
+        if q.entries.is_empty() {
+            ledger.set_waiting(true);
+        }
+        q.entries.push_back(Entry {
+            id,
+            bytes,
+            granted: false,
+            handed: None,
+            wake: Some(wake),
+        });
+        // At most the limit each, and a waiter per thread or task: no
+        // overflow.
+        q.wanted += bytes;
+        (id, q.wanted)
+    }
+
+    /// The bytes the waiters not yet granted want.
+    pub(crate) fn wanted(&self) -> u64 {
+        self.lock().wanted
+    }
+
+    /// Grants the waiters their bytes, in order, while the first one not yet
+    /// granted fits under the limit, and wakes each one granted.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn serve(&self, ledger: &Ledger) {
+        loop {
+            let wake = {
+                let mut q = self.lock();
+                let Some(first) = q.entries.iter_mut().find(|e| !e.granted) else {
+                    return;
+                };
+                if ledger.reserve(first.bytes).is_err() {
+                    return;
+                }
+                first.granted = true;
+                let (bytes, wake) = (first.bytes, first.wake.take());
+                q.wanted -= bytes;
+                wake
+            };
+            // Outside the lock: a waker is user code.
+            if let Some(wake) = wake {
+                wake.wake();
+            }
+        }
+    }
+
+    /// Hands `buf`, just released, to the first waiter not yet granted if
+    /// it waits for a buffer of `bytes`, the buffer's bucket capacity (no
+    /// request above `max_capacity`, which has no bucket, has that size),
+    /// and wakes it: the buffer's memory, still allocated, is its grant.
+    /// Hands `buf` back otherwise, to be freed (which serves the queue).
+    ///
+    /// The waiter then reuses the buffer instead of allocating one on
+    /// memory freed for it: under contention at the limit, releases keep
+    /// the hit ratio rather than turn every acquire into an allocation.
+    pub(crate) fn hand_over(&self, bytes: u64, buf: Box<Buf>) -> Result<(), Box<Buf>> {
+        let wake = {
+            let mut q = self.lock();
+            let Some(first) = q.entries.iter_mut().find(|e| !e.granted) else {
+                return Err(buf);
+            };
+            if first.bytes != bytes {
+                return Err(buf);
+            }
+            first.granted = true;
+            first.handed = Some(buf);
+            let wake = first.wake.take();
+            q.wanted -= bytes;
+            wake
+        };
+        // Outside the lock: a waker is user code.
+        if let Some(wake) = wake {
+            wake.wake();
+        }
+        Ok(())
+    }
+
+    /// Looks whether waiter `id` was granted (then it leaves the queue);
+    /// else keeps `waker` as how to wake it (`None`: the thread that joined).
+    pub(crate) fn poll(&self, ledger: &Ledger, id: u64, waker: Option<&Waker>) -> Polled {
+        let mut fresh: Option<Wake> = None;
+        loop {
+            let mut q = self.lock();
+            let Some(i) = q.find(id) else {
+                return Polled::Missing;
+            };
+            if q.entries[i].granted {
+                let entry = q.remove(i, ledger);
+                drop(q);
+                return Polled::Granted(entry.and_then(|mut e| e.handed.take()));
+            }
+            let Some(waker) = waker else {
+                return Polled::Waiting;
+            };
+            let entry = &mut q.entries[i];
+            if matches!(&entry.wake, Some(Wake::Task(w)) if w.will_wake(waker)) {
+                return Polled::Waiting;
+            }
+            if let Some(new) = fresh.take() {
+                let old = entry.wake.replace(new);
+                drop(q);
+                drop(old);
+                return Polled::Waiting;
+            }
+            // Cloning a waker is user code: not under the lock.
+            drop(q);
+            fresh = Some(Wake::Task(waker.clone()));
+        }
+    }
+
+    /// Takes waiter `id` out of the queue. Returns its grant if it had one,
+    /// which the caller takes or gives up: the bytes reserved for it, and
+    /// the buffer handed to it if the grant is one. Else, if it was the
+    /// first waiter not yet granted, serves the queue for the next.
+    pub(crate) fn leave(&self, ledger: &Ledger, id: u64) -> Option<(u64, Option<Box<Buf>>)> {
+        let mut q = self.lock();
+        let i = q.find(id)?;
+        let first = q.entries.iter().take(i).all(|e| e.granted);
+        let mut entry = q.remove(i, ledger)?;
+        drop(q);
+        if entry.granted {
+            return Some((entry.bytes, entry.handed.take()));
+        }
+        drop(entry);
+        if first {
+            self.serve(ledger);
+        }
+        None
+    }
+
+    /// Waiters in the queue (granted or not), for tests.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+
+    /// Counts its wake-ups.
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            self.0.fetch_add(1, SeqCst);
+        }
+    }
+
+    fn waker() -> (std::sync::Arc<Count>, Waker) {
+        let count = std::sync::Arc::new(Count::default());
+        (std::sync::Arc::clone(&count), Waker::from(count))
+    }
+
+    #[test]
+    fn grants_in_order_and_only_what_fits() {
+        let ledger = Ledger::new(Some(100));
+        ledger.reserve(100).unwrap();
+        let q = &ledger.waiters;
+        let (a, wa) = waker();
+        let (b, wb) = waker();
+        let (c, wc) = waker();
+        assert_eq!(q.join(&ledger, 60, Wake::Task(wa)), (0, 60));
+        assert_eq!(q.join(&ledger, 30, Wake::Task(wb)), (1, 90));
+        assert_eq!(q.join(&ledger, 10, Wake::Task(wc)), (2, 100));
+        assert!(ledger.under_pressure());
+        ledger.free(50); // 50 free: the first (60) does not fit, and holds up the rest
+        assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 0));
+        ledger.free(10); // 60 free: the first fits, then nothing is left
+        assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (1, 0));
+        assert_eq!(ledger.allocated(), 100, "the grant is reserved");
+        ledger.free(40); // 40: the second (30) and the third (10)
+        assert_eq!((b.0.load(SeqCst), c.0.load(SeqCst)), (1, 1));
+        assert_eq!(ledger.allocated(), 100);
+        assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
+        assert!(ledger.under_pressure(), "two still in the queue");
+        assert!(
+            matches!(q.leave(&ledger, 0), Some((60, None))),
+            "granted, not yet taken"
+        );
+        assert!(matches!(q.leave(&ledger, 2), Some((10, None))));
+        assert_eq!(q.len(), 0);
+        assert!(!ledger.under_pressure(), "the last one out clears the bit");
+        assert!(matches!(q.poll(&ledger, 2, None), Polled::Missing));
+    }
+
+    #[test]
+    fn the_first_leaving_serves_the_next() {
+        let ledger = Ledger::new(Some(100));
+        ledger.reserve(90).unwrap();
+        let q = &ledger.waiters;
+        let (_, wa) = waker();
+        let (b, wb) = waker();
+        q.join(&ledger, 50, Wake::Task(wa));
+        q.join(&ledger, 10, Wake::Task(wb));
+        q.serve(&ledger);
+        assert_eq!(b.0.load(SeqCst), 0, "behind the first, which does not fit");
+        assert!(q.leave(&ledger, 0).is_none());
+        assert_eq!(b.0.load(SeqCst), 1, "served when the first left");
+        assert_eq!(ledger.allocated(), 100);
+    }
+
+    #[test]
+    fn a_new_waker_replaces_the_old_outside_the_lock() {
+        let ledger = Ledger::new(Some(10));
+        ledger.reserve(10).unwrap();
+        let q = &ledger.waiters;
+        let (a, wa) = waker();
+        let (b, wb) = waker();
+        q.join(&ledger, 10, Wake::Task(wa.clone()));
+        assert!(matches!(q.poll(&ledger, 0, Some(&wa)), Polled::Waiting));
+        assert!(matches!(q.poll(&ledger, 0, Some(&wb)), Polled::Waiting));
+        ledger.free(10);
+        assert_eq!(
+            (a.0.load(SeqCst), b.0.load(SeqCst)),
+            (0, 1),
+            "the latest waker"
+        );
+    }
+}
