@@ -128,14 +128,15 @@ impl Error for ConfigError {}
 ///
 /// let pool = BufferPool::builder().memory_limit(8192).build()?;
 /// let held = pool.acquire(8192);
-/// let err = pool.try_acquire(4096).unwrap_err();
+/// let err = pool.try_acquire(3000).unwrap_err();
 /// assert_eq!(
 ///     err,
-///     AcquireError::LimitExceeded { requested: 4096, allocated: 8192, limit: 8192 }
+///     AcquireError::LimitExceeded { requested: 3000, needed: 4096, allocated: 8192, limit: 8192 }
 /// );
 /// assert_eq!(
 ///     err.to_string(),
-///     "`memory_limit` exceeded: 4096 bytes requested, 8192 of 8192 bytes already allocated"
+///     "`memory_limit` exceeded: 3000 bytes requested (4096 to allocate), \
+///      8192 of 8192 bytes already allocated"
 /// );
 /// # drop(held);
 /// # Ok::<(), recycler_core::ConfigError>(())
@@ -157,8 +158,14 @@ pub enum AcquireError {
     /// `acquire_timeout`, after waiting); or the buffer is larger than the
     /// limit itself, so that no wait could ever end.
     LimitExceeded {
-        /// The bytes that had to be allocated.
+        /// The capacity asked for, in bytes: the `capacity` argument, a
+        /// scope's slice length, or for a growth the length plus the bytes
+        /// to reserve.
         requested: usize,
+        /// The bytes that had to be allocated for it: `requested` rounded up
+        /// to its bucket's capacity (exactly `requested` above
+        /// `max_capacity`), or for a growth the bytes it adds.
+        needed: usize,
         /// The bytes the pool had allocated (in use and idle) when it gave up.
         allocated: u64,
         /// The pool's `memory_limit`.
@@ -182,13 +189,17 @@ impl fmt::Display for AcquireError {
             ),
             Self::LimitExceeded {
                 requested,
+                needed,
                 allocated,
                 limit,
-            } => write!(
-                f,
-                "`memory_limit` exceeded: {requested} bytes requested, \
-                 {allocated} of {limit} bytes already allocated"
-            ),
+            } => {
+                let s = if *requested == 1 { "" } else { "s" };
+                write!(f, "`memory_limit` exceeded: {requested} byte{s} requested")?;
+                if needed != requested {
+                    write!(f, " ({needed} to allocate)")?;
+                }
+                write!(f, ", {allocated} of {limit} bytes already allocated")
+            }
             Self::AllocFailed {
                 requested,
                 alignment,
@@ -196,6 +207,28 @@ impl fmt::Display for AcquireError {
                 f,
                 "the allocator could not provide {requested} bytes aligned to {alignment}"
             ),
+        }
+    }
+}
+
+impl AcquireError {
+    /// The error as the caller sees it: `LimitExceeded` with `requested`
+    /// the capacity the caller asked for (the layers below know only the
+    /// bytes to allocate).
+    pub(crate) fn requested_as(self, requested: usize) -> Self {
+        match self {
+            Self::LimitExceeded {
+                needed,
+                allocated,
+                limit,
+                ..
+            } => Self::LimitExceeded {
+                requested,
+                needed,
+                allocated,
+                limit,
+            },
+            other => other,
         }
     }
 }

@@ -252,6 +252,7 @@ fn builder_memory_limit_extremes() {
         pool.try_acquire(65536).unwrap_err(),
         AcquireError::LimitExceeded {
             requested: 65536,
+            needed: 65536,
             allocated: 0,
             limit: 4096
         }
@@ -392,7 +393,7 @@ fn acquire_extremes() {
     let msg = panic_message(|| drop(limited.acquire(1)));
     assert_eq!(
         msg,
-        "BufferPool::acquire: `memory_limit` exceeded: 4096 bytes requested, \
+        "BufferPool::acquire: `memory_limit` exceeded: 1 byte requested (4096 to allocate), \
          4096 of 4096 bytes already allocated"
     );
     drop(held);
@@ -434,7 +435,8 @@ fn try_acquire_extremes() {
     assert_eq!(
         limited.try_acquire(8193).unwrap_err(),
         AcquireError::LimitExceeded {
-            requested: 12288, // the bucket's capacity
+            requested: 8193,
+            needed: 12288, // the bucket's capacity
             allocated: 0,
             limit: 8192
         }
@@ -468,7 +470,8 @@ fn acquire_timeout_extremes() {
     assert_eq!(
         pool.acquire_timeout(4097, Duration::MAX).unwrap_err(),
         AcquireError::LimitExceeded {
-            requested: 8192,
+            requested: 4097,
+            needed: 8192,
             allocated: 0,
             limit: 4096
         }
@@ -478,7 +481,8 @@ fn acquire_timeout_extremes() {
     assert_eq!(
         pool.acquire_timeout(1, Duration::ZERO).unwrap_err(),
         AcquireError::LimitExceeded {
-            requested: 4096,
+            requested: 1,
+            needed: 4096,
             allocated: 4096,
             limit: 4096
         }
@@ -623,7 +627,8 @@ fn growth_at_the_memory_limit() {
     assert_eq!(
         b.try_reserve(1).unwrap_err(),
         AcquireError::LimitExceeded {
-            requested: 4096,
+            requested: 4097, // the length plus the byte to reserve
+            needed: 4096,    // the growth: 4 KiB to 8 KiB
             allocated: 8192,
             limit: 8192
         }
@@ -639,7 +644,8 @@ fn growth_at_the_memory_limit() {
     let msg = panic_message(|| o.push(0));
     assert_eq!(
         msg,
-        "pooled buffer cannot grow: `memory_limit` exceeded: 4096 bytes requested, \
+        "pooled buffer cannot grow: `memory_limit` exceeded: 4097 bytes requested \
+         (4096 to allocate), \
          8192 of 8192 bytes already allocated"
     );
     let msg = panic_message(|| o.extend_from_slice(&[0; 10]));
@@ -777,7 +783,8 @@ fn scope_at_the_memory_limit() {
     assert_eq!(
         scope.try_alloc(1).unwrap_err(),
         AcquireError::LimitExceeded {
-            requested: 4096,
+            requested: 1,
+            needed: 4096,
             allocated: 8192,
             limit: 8192
         }

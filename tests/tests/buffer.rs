@@ -310,10 +310,30 @@ fn limit_trims_idle_memory_then_fails_with_the_numbers() {
     assert_eq!(
         err,
         AcquireError::LimitExceeded {
-            requested: 4096,
+            requested: 1,
+            needed: 4096,
             allocated: 32 * KIB as u64,
             limit: 32 * KIB as u64
         }
+    );
+    // What the caller asked for, and what it takes: the same for every
+    // acquire.
+    let owned = Arc::new(
+        BufferPool::builder()
+            .memory_limit(32 * KIB)
+            .build()
+            .unwrap(),
+    );
+    let _full = owned.acquire_owned(32 * KIB);
+    assert_eq!(owned.try_acquire_owned(1).unwrap_err(), err);
+    assert_eq!(
+        owned.acquire_owned_timeout(1, Duration::ZERO).unwrap_err(),
+        err
+    );
+    assert_eq!(
+        err.to_string(),
+        "`memory_limit` exceeded: 1 byte requested (4096 to allocate), \
+         32768 of 32768 bytes already allocated"
     );
     drop(a);
     // The idle 16 KiB buffer is freed to make room for a 4 KiB one.

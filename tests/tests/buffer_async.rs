@@ -233,7 +233,8 @@ fn a_request_that_can_never_fit_fails_at_once() {
     assert!(matches!(
         pool.try_acquire(8 * KIB + 1),
         Err(AcquireError::LimitExceeded {
-            requested: 12_288,
+            requested: 8193,
+            needed: 12_288,
             ..
         })
     ));
@@ -344,6 +345,7 @@ fn acquire_owned_timeout_waits_for_another_thread_then_gives_up() {
         err,
         AcquireError::LimitExceeded {
             requested: 4096,
+            needed: 4096,
             allocated: BIG as u64,
             limit: BIG as u64
         }
@@ -677,6 +679,7 @@ fn prefill_stays_within_every_limit() {
         limited.prefill(8 * KIB, 5).unwrap_err(),
         AcquireError::LimitExceeded {
             requested: 8192,
+            needed: 8192,
             allocated: 20 * KIB as u64,
             limit: 20 * KIB as u64
         }

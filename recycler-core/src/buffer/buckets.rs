@@ -58,9 +58,12 @@ impl PoolInner {
                     max: AlignedBuf::max_capacity(align),
                 });
             }
-            return self.grow_exact(buf, needed);
+            return self
+                .grow_exact(buf, needed)
+                .map_err(|err| err.requested_as(needed));
         }
         self.grow_exact(buf, target)
+            .map_err(|err| err.requested_as(needed))
     }
 
     fn grow_exact(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {

@@ -157,6 +157,7 @@ impl PoolInner {
             let limit = self.ledger.limit().unwrap_or(u64::MAX);
             let fail = AcquireError::LimitExceeded {
                 requested: bytes,
+                needed: bytes,
                 allocated,
                 limit,
             };

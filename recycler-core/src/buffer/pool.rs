@@ -848,7 +848,8 @@ mod tests {
         assert_eq!(
             err,
             AcquireError::LimitExceeded {
-                requested: 4096,
+                requested: 1,
+                needed: 4096,
                 allocated: 12288,
                 limit: 12288
             }
@@ -857,7 +858,8 @@ mod tests {
             matches!(
                 p.try_acquire(20_000),
                 Err(AcquireError::LimitExceeded {
-                    requested: 20_480,
+                    requested: 20_000,
+                    needed: 20_480,
                     ..
                 })
             ),

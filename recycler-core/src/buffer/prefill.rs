@@ -64,7 +64,7 @@ impl PoolInner {
             }
         }
         match stop {
-            Some(Stop::Failed(err)) if added == 0 => Err(err),
+            Some(Stop::Failed(err)) if added == 0 => Err(err.requested_as(capacity)),
             _ => Ok(added),
         }
     }
@@ -79,6 +79,7 @@ impl PoolInner {
         if let Err(allocated) = self.ledger.reserve(bytes as u64) {
             return Err(Stop::Failed(AcquireError::LimitExceeded {
                 requested: bytes,
+                needed: bytes,
                 allocated,
                 limit: self.ledger.limit().unwrap_or(u64::MAX),
             }));

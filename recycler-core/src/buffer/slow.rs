@@ -48,6 +48,7 @@ impl PoolInner {
         idx: usize,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
         self.acquire_slow_with(capacity, idx, |capacity| self.allocate(capacity))
+            .map_err(|err| err.requested_as(capacity))
     }
 
     /// Finds a pooled buffer for bucket `idx`, else makes one with `alloc`

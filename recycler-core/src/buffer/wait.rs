@@ -165,7 +165,9 @@ impl<P: PoolHandle> Waiting<P> {
                 if !pool.under_pressure() {
                     match pool.try_parts(self.capacity, idx) {
                         Err(AcquireError::LimitExceeded { .. }) => {}
-                        other => return Poll::Ready(other),
+                        other => {
+                            return Poll::Ready(other.map_err(|e| e.requested_as(self.capacity)));
+                        }
                     }
                 }
                 // No memory: join the queue at once. (The try did not
@@ -220,7 +222,8 @@ impl<P: PoolHandle> Waiting<P> {
             None => pool.wait_bytes(self.capacity, idx)?,
         };
         Err(AcquireError::LimitExceeded {
-            requested: bytes as usize,
+            requested: self.capacity,
+            needed: bytes as usize,
             allocated: pool.ledger.allocated(),
             limit: pool.ledger.limit().unwrap_or(u64::MAX),
         })
@@ -320,7 +323,8 @@ impl PoolInner {
         };
         match self.ledger.limit() {
             Some(limit) if bytes as u64 > limit => Err(AcquireError::LimitExceeded {
-                requested: bytes,
+                requested: capacity,
+                needed: bytes,
                 allocated: self.ledger.allocated(),
                 limit,
             }),
@@ -341,6 +345,7 @@ impl PoolInner {
             if let Err(allocated) = self.ledger.reserve(capacity as u64) {
                 return Err(AcquireError::LimitExceeded {
                     requested: capacity,
+                    needed: capacity,
                     allocated,
                     limit: self.ledger.limit().unwrap_or(u64::MAX),
                 });
