@@ -145,9 +145,17 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// The object is reset (or fresh). It returns to the pool when the guard
     /// drops, wherever that happens.
     ///
+    /// A thread's first call on a recycler allocates that thread's cache
+    /// (and its first call on any recycler, the thread's registry slot);
+    /// after that, a get and release in steady state allocate nothing.
+    ///
     /// # Panics
     ///
-    /// If the factory panics; the recycler stays usable.
+    /// If the factory panics, or, under
+    /// [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
+    /// [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes)
+    /// panics measuring the object taken (which is then counted as dropped,
+    /// and dropped). The recycler stays usable.
     ///
     /// # Examples
     ///
@@ -176,7 +184,22 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// Takes an object from the pool, if it has one; never calls the factory.
     ///
     /// For code that must not grow the number of objects: it looks in the
-    /// calling thread's cache, its inbox and the shared depot.
+    /// calling thread's cache, its inbox and the shared depot (in striped
+    /// mode, the stripes). A thread's first call may still allocate the
+    /// thread's cache, as [`get`](Self::get) does; it never makes an object.
+    ///
+    /// Not the same "try" as
+    /// [`BufferPool::try_acquire`](crate::buffer::BufferPool::try_acquire),
+    /// which makes a buffer if it must and fails only at a limit (as
+    /// `Vec::try_reserve`); this one follows `try_recv`: it fails when
+    /// nothing is ready. The buffer pool's counterpart is
+    /// [`try_acquire_pooled`](crate::buffer::BufferPool::try_acquire_pooled).
+    ///
+    /// # Panics
+    ///
+    /// Under [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
+    /// [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes)
+    /// panics measuring the object taken, as in [`get`](Self::get).
     ///
     /// # Examples
     ///
@@ -204,6 +227,10 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// Like [`get`](Self::get), for a recycler in an `Arc`: the guard holds a
     /// clone of the `Arc`, so it is `'static` and can move into tasks and
     /// threads that outlive the borrow.
+    ///
+    /// # Panics
+    ///
+    /// As [`get`](Self::get).
     ///
     /// # Examples
     ///

@@ -104,6 +104,11 @@ impl BufferPool {
     /// `max_capacity` the buffer has exactly `capacity` bytes and is freed
     /// when dropped (counted as non-pooled).
     ///
+    /// A thread's first acquire from a pool allocates the thread's index of
+    /// the pool's buckets, and its first from a bucket that bucket's cache;
+    /// after that, acquires and releases served by the pool allocate
+    /// nothing but the buffers themselves.
+    ///
     /// # Panics
     ///
     /// Where [`try_acquire`](Self::try_acquire) fails: like
@@ -139,6 +144,12 @@ impl BufferPool {
     ///
     /// At the `memory_limit`, first frees idle buffers it can reach (this
     /// thread's caches, the depots, the inboxes) and retries.
+    ///
+    /// The "try" of `Vec::try_reserve`: it allocates if it must, and
+    /// returns an error where [`acquire`](Self::acquire) would panic. For
+    /// the "try" of [`Recycler::try_get`](crate::Recycler::try_get) (only a
+    /// pooled buffer, never an allocation), see
+    /// [`try_acquire_pooled`](Self::try_acquire_pooled).
     ///
     /// # Errors
     ///
