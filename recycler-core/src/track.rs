@@ -19,19 +19,46 @@ use std::time::{Duration, Instant};
 
 use crate::loom::Mutex;
 
+/// Where and when one live object was taken.
+type Taken = (&'static Location<'static>, Instant);
+
+/// The live objects at one address: one, or more for zero-sized objects,
+/// which share an address (the rest in `more`, which allocates only then).
+type AtAddress = (Taken, Vec<Taken>);
+
+/// Hashes an address: a multiplication, since addresses are already spread
+/// and not chosen by an adversary (SipHash would cost more than the rest of
+/// a record).
+#[derive(Default, Clone, Copy)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Live = HashMap<usize, AtAddress, std::hash::BuildHasherDefault<AddrHasher>>;
+
 /// Where and when the live objects were taken.
 #[derive(Default)]
 pub(crate) struct Tracker {
-    /// By object address: where each live object at that address was taken
-    /// (more than one only for zero-sized objects, which share an address).
-    live: Mutex<HashMap<usize, Vec<(&'static Location<'static>, Instant)>>>,
+    /// By object address.
+    live: Mutex<Live>,
 }
 
 impl Tracker {
-    fn lock(
-        &self,
-    ) -> crate::loom::MutexGuard<'_, HashMap<usize, Vec<(&'static Location<'static>, Instant)>>>
-    {
+    fn lock(&self) -> crate::loom::MutexGuard<'_, Live> {
         self.live
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -39,20 +66,22 @@ impl Tracker {
 
     /// The object at `addr` was taken at `at`.
     pub(crate) fn taken(&self, addr: usize, at: &'static Location<'static>) {
-        self.lock()
-            .entry(addr)
-            .or_default()
-            .push((at, Instant::now()));
+        let taken = (at, Instant::now());
+        match self.lock().entry(addr) {
+            std::collections::hash_map::Entry::Occupied(mut e) => e.get_mut().1.push(taken),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert((taken, Vec::new()));
+            }
+        }
     }
 
     /// The object at `addr` came back (or was detached).
     pub(crate) fn returned(&self, addr: usize) {
         let mut live = self.lock();
-        if let Some(entries) = live.get_mut(&addr) {
-            entries.pop();
-            if entries.is_empty() {
-                live.remove(&addr);
-            }
+        if let Some((_, more)) = live.get_mut(&addr)
+            && more.pop().is_none()
+        {
+            live.remove(&addr);
         }
     }
 
@@ -60,7 +89,11 @@ impl Tracker {
     pub(crate) fn leaks(&self) -> Leaks {
         let now = Instant::now();
         let mut sites: HashMap<&'static Location<'static>, LeakSite> = HashMap::new();
-        for (at, since) in self.lock().values().flatten() {
+        let live = self.lock();
+        let all = live
+            .values()
+            .flat_map(|(first, more)| std::iter::once(first).chain(more));
+        for (at, since) in all {
             let site = sites.entry(*at).or_insert(LeakSite {
                 location: at,
                 count: 0,
