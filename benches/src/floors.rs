@@ -26,7 +26,7 @@
 //! | --- | ---: | ---: |
 //! | `floor_tls_slot` | 18 | 54.8 |
 //! | `floor_tls_vecdeque` | 74 | 64.3 |
-//! | `recycler` (for comparison) | 61 | 89 |
+//! | `recycler` (for comparison) | 40 | 88 |
 //!
 //! Getting the slot floor there took three steps, each checked in the
 //! generated code: the first version (`RefCell`, the thread-local with a

@@ -88,4 +88,17 @@ mod loom_impl {
     }
 
     pub(crate) use loom::thread::yield_now;
+
+    /// The calling thread's number in the model's execution: the same
+    /// thread gets the same number in every execution (unlike a token from
+    /// a process-wide counter), so that what depends on it (striped mode's
+    /// stand-in CPU) does not change the model from one execution to the
+    /// next.
+    pub(crate) fn thread_number() -> usize {
+        // `ThreadId`'s `Debug` is its only view: `ThreadId(n)`.
+        let id = format!("{:?}", loom::thread::current().id());
+        id.bytes()
+            .filter(u8::is_ascii_digit)
+            .fold(0, |n, d| n * 10 + usize::from(d - b'0'))
+    }
 }

@@ -96,3 +96,41 @@ fn get_races_release() {
         assert!(pool.stats().created <= 2);
     });
 }
+
+/// A get on a CPU whose stripe is empty takes an object from another
+/// stripe and moves half of the rest into its own (holding one lock and
+/// trying the other), while that other stripe's thread gets and releases:
+/// nothing lost, nothing counted twice, every idle object reachable.
+#[test]
+fn a_get_moving_objects_races_the_other_stripes_thread() {
+    model(|| {
+        let alive = Arc::new(AtomicUsize::new(0));
+        let pool = {
+            let alive = Arc::clone(&alive);
+            Arc::new(
+                Recycler::builder_with_factory(move || {
+                    alive.fetch_add(1, SeqCst);
+                    Obj {
+                        alive: Arc::clone(&alive),
+                    }
+                })
+                .striped(2)
+                .max_capacity_per_thread(4)
+                .build()
+                .unwrap(),
+            )
+        };
+        // Three idle objects in this thread's stripe.
+        drop([pool.get(), pool.get(), pool.get()]);
+        let p = Arc::clone(&pool);
+        let taker = spawn(move || {
+            let g = p.get(); // its own stripe is empty: from ours, and moves one
+            drop(g); // into its own stripe
+        });
+        let mine = pool.get();
+        drop(mine);
+        taker.join().unwrap();
+        audit(&pool, &alive);
+        assert_eq!(pool.stats().created, 3, "every get found an object");
+    });
+}
