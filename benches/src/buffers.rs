@@ -139,6 +139,15 @@ pub fn w4_pool(max_idle_memory: Option<usize>, statistics: bool) -> BufferPool {
     builder.build().expect("valid W4 pool")
 }
 
+/// W4's pool in striped mode (one stripe per CPU), unbounded, with
+/// statistics: beside the per-thread pool, what the stripes' locks cost.
+pub fn w4_striped_pool() -> BufferPool {
+    BufferPool::builder()
+        .striped(0)
+        .build()
+        .expect("valid W4 striped pool")
+}
+
 /// W4: per operation, a 4 KiB input buffer and an output buffer of a
 /// capacity drawn from `sizes`; both are written as `how` says and released
 /// (output first). Returns the time and the 4 KiB bucket's hit ratio.

@@ -19,6 +19,7 @@
 //!   W10's wake-up latencies in [`wakeup`].
 
 mod alloc;
+pub mod buffer_peers;
 pub mod buffers;
 mod encoding;
 mod floors;

@@ -7,9 +7,10 @@
 //!
 //! (30 seconds without the variable). Worker threads (twice the cores) live
 //! short lives and are replaced (thread churn); each gets, grows, holds,
-//! detaches and releases objects of three recyclers (default settings; an
+//! detaches and releases objects of four recyclers (default settings; an
 //! idle-byte cap with small caches; `reset_on_return(false)` with `ratio`
-//! and a small depot), acquires, writes, grows and releases buffers of a
+//! and a small depot; striped, with an idle-byte cap), acquires (now and
+//! then waiting at the limit), writes, grows and releases buffers of a
 //! pool with an idle cap, a memory limit and alignment, allocates from
 //! scopes, passes guards and buffers to each other through a channel (so
 //! that many are released on a thread other than their home's, often after
@@ -46,6 +47,7 @@ enum Item {
     Plain(OwnedPooled<Counted>),
     Capped(OwnedPooled<Counted>),
     Deferred(OwnedPooled<Counted>),
+    Striped(OwnedPooled<Counted>),
     Buf(OwnedPooledBuf),
 }
 
@@ -53,8 +55,9 @@ struct Shared {
     plain: Arc<Recycler<Counted>>,
     capped: Arc<Recycler<Counted>>,
     deferred: Arc<Recycler<Counted>>,
+    striped: Arc<Recycler<Counted>>,
     pool: Arc<BufferPool>,
-    counts: [Arc<Counts>; 3],
+    counts: [Arc<Counts>; 4],
     tx: crossbeam_channel::Sender<Item>,
     rx: crossbeam_channel::Receiver<Item>,
     deadline: Instant,
@@ -69,6 +72,7 @@ struct Tally {
     passed: AtomicU64,
     detached: AtomicU64,
     limit_refusals: AtomicU64,
+    waits: AtomicU64,
     scopes: AtomicU64,
     grown: AtomicU64,
     trims: AtomicU64,
@@ -76,10 +80,11 @@ struct Tally {
 }
 
 fn get(shared: &Shared, which: u64) -> Item {
-    match which % 3 {
+    match which % 4 {
         0 => Item::Plain(shared.plain.get_owned()),
         1 => Item::Capped(shared.capped.get_owned()),
-        _ => Item::Deferred(shared.deferred.get_owned()),
+        2 => Item::Deferred(shared.deferred.get_owned()),
+        _ => Item::Striped(shared.striped.get_owned()),
     }
 }
 
@@ -94,7 +99,9 @@ fn live(shared: &Shared, seed: u64) {
         match r % 16 {
             0..=4 => {
                 let mut item = get(shared, r >> 8);
-                if let Item::Plain(g) | Item::Capped(g) | Item::Deferred(g) = &mut item {
+                if let Item::Plain(g) | Item::Capped(g) | Item::Deferred(g) | Item::Striped(g) =
+                    &mut item
+                {
                     assert!(g.data.is_empty(), "handed out unreset");
                     let n = ((r >> 16) as usize % 64).min(MAX_LEN - g.data.len());
                     g.data.extend(0..n as u64);
@@ -111,7 +118,16 @@ fn live(shared: &Shared, seed: u64) {
                     0 => (r >> 12) as usize % (2 * MAX_CAPACITY), // some oversize
                     _ => (r >> 12) as usize % MAX_CAPACITY,
                 };
-                match shared.pool.try_acquire_owned(size) {
+                let got = if (r >> 8) % 8 == 1 {
+                    // Now and then one may wait for memory, briefly.
+                    t.waits.fetch_add(1, Relaxed);
+                    shared
+                        .pool
+                        .acquire_owned_timeout(size, Duration::from_millis(1))
+                } else {
+                    shared.pool.try_acquire_owned(size)
+                };
+                match got {
                     Ok(mut b) => {
                         b.extend_from_slice(&[7; 64][..size.min(64)]);
                         held.push(Item::Buf(b));
@@ -178,7 +194,10 @@ fn live(shared: &Shared, seed: u64) {
                 if !held.is_empty() {
                     let item = held.swap_remove((r >> 8) as usize % held.len());
                     if r.is_multiple_of(50)
-                        && let Item::Plain(g) | Item::Capped(g) | Item::Deferred(g) = item
+                        && let Item::Plain(g)
+                        | Item::Capped(g)
+                        | Item::Deferred(g)
+                        | Item::Striped(g) = item
                     {
                         drop(OwnedPooled::into_inner(g));
                         t.detached.fetch_add(1, Relaxed);
@@ -189,12 +208,14 @@ fn live(shared: &Shared, seed: u64) {
                 0 => {
                     shared.plain.trim();
                     shared.capped.trim();
+                    shared.striped.trim();
                     shared.pool.trim();
                     t.trims.fetch_add(1, Relaxed);
                 }
                 1 => {
                     shared.deferred.prefill(8);
                     shared.capped.prefill(4);
+                    shared.striped.prefill(4);
                     t.prefills.fetch_add(1, Relaxed);
                 }
                 _ => {
@@ -227,7 +248,7 @@ fn soak() {
         .unwrap_or(30);
     let cores = thread::available_parallelism().map_or(2, |n| n.get());
     let workers = 2 * cores;
-    let counts = [Counts::new(), Counts::new(), Counts::new()];
+    let counts = [Counts::new(), Counts::new(), Counts::new(), Counts::new()];
     let (tx, rx) = crossbeam_channel::bounded(256);
     let shared = Arc::new(Shared {
         plain: Arc::new(builder(&counts[0]).build().unwrap()),
@@ -246,6 +267,14 @@ fn soak() {
                 .max_capacity_per_thread(128)
                 .batch_size(16)
                 .depot_capacity(64)
+                .build()
+                .unwrap(),
+        ),
+        striped: Arc::new(
+            builder(&counts[3])
+                .striped(0)
+                .max_idle_bytes(IDLE_BYTES)
+                .max_capacity_per_thread(256)
                 .build()
                 .unwrap(),
         ),
@@ -315,12 +344,13 @@ fn soak() {
         ("plain", &shared.plain),
         ("capped", &shared.capped),
         ("deferred", &shared.deferred),
+        ("striped", &shared.striped),
     ];
     let t = &shared.tally;
     println!(
         "soak: {:.0} s, {workers} workers on {cores} cores, {} thread lives, {} operations, \
          {} passed between threads, {} detached, {} grown, {} scopes, {} trims, {} prefills, \
-         {} limit refusals, peak allocated {} KiB of {} KiB",
+         {} limit refusals, {} acquires that may wait 1 ms at the limit, peak allocated {} KiB of {} KiB",
         elapsed.as_secs_f64(),
         t.lives.load(Relaxed),
         t.ops.load(Relaxed),
@@ -331,6 +361,7 @@ fn soak() {
         t.trims.load(Relaxed),
         t.prefills.load(Relaxed),
         t.limit_refusals.load(Relaxed),
+        t.waits.load(Relaxed),
         peak >> 10,
         MEMORY_LIMIT >> 10,
     );
@@ -349,7 +380,7 @@ fn soak() {
             "{name}: every idle object reachable: {after}"
         );
         assert_eq!(counts.alive(), reachable.len() as u64, "{name}: {after}");
-        if *name == "capped" {
+        if matches!(*name, "capped" | "striped") {
             let threshold = (IDLE_BYTES / 8).max(1);
             let bound = (IDLE_BYTES + (workers - 1) * (threshold + MAX_LEN * 8)) as u64;
             assert!(

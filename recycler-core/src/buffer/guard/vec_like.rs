@@ -1,0 +1,453 @@
+//! The Vec-like API and the trait impls (`Deref`, `AsRef`, `Borrow`,
+//! `Extend`, `io::Write`, comparisons, `Debug`) of both guards, written once
+//! by `buf_api!` and `buf_eq!`.
+
+use super::*;
+
+/// The Vec-like API and the trait impls, for both guards. `$head` is the
+/// doc examples' setup and `$acquire` the expression that gets a buffer.
+macro_rules! buf_api {
+    ($ty:ty, $name:literal, $head:literal, $acquire:literal) => {
+        impl $ty {
+            /// Bytes written.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nassert_eq!(buf.len(), 3);\n```")]
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.buf.len()
+            }
+
+            /// Whether nothing is written.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.is_empty());\nbuf.push(1);\nassert!(!buf.is_empty());\n```")]
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.buf.len() == 0
+            }
+
+            /// Bytes the buffer holds without growing: at least what was
+            /// asked for, rounded up to the bucket.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert_eq!(buf.capacity(), 4096);\nbuf.extend_from_slice(&[0; 5000]);\nassert_eq!(buf.capacity(), 8192);\n```")]
+            #[inline]
+            pub fn capacity(&self) -> usize {
+                self.buf.capacity()
+            }
+
+            /// The first byte (aligned to the pool's `alignment`).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(9);\n// SAFETY: one byte is written.\nassert_eq!(unsafe { *buf.as_ptr() }, 9);\n```")]
+            #[inline]
+            pub fn as_ptr(&self) -> *const u8 {
+                self.buf.as_ptr()
+            }
+
+            /// The first byte, for writing (for example by a system call
+            /// that fills the buffer; then [`set_len`](Self::set_len)).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nlet p = buf.as_mut_ptr();\n// SAFETY: the capacity is at least 2; both bytes are written before\n// the length covers them.\nunsafe {\n    p.write(1);\n    p.add(1).write(2);\n    buf.set_len(2);\n}\nassert_eq!(&buf[..], [1, 2]);\n```")]
+            #[inline]
+            pub fn as_mut_ptr(&mut self) -> *mut u8 {
+                self.buf.as_mut_ptr()
+            }
+
+            /// Forgets what was written; keeps the capacity.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nbuf.clear();\nassert!(buf.is_empty());\nassert_eq!(buf.capacity(), 4096);\n```")]
+            #[inline]
+            pub fn clear(&mut self) {
+                self.buf.truncate(0);
+            }
+
+            /// Keeps the first `len` bytes written; does nothing if fewer are.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abcdef\");\nbuf.truncate(2);\nassert_eq!(&buf[..], b\"ab\");\nbuf.truncate(10);\nassert_eq!(&buf[..], b\"ab\");\n```")]
+            #[inline]
+            pub fn truncate(&mut self, len: usize) {
+                self.buf.truncate(len);
+            }
+
+            /// Appends a byte, growing the buffer like a `Vec` if it is full.
+            ///
+            /// # Panics
+            ///
+            /// If the buffer must grow and cannot: at the pool's
+            /// `memory_limit`, if the allocator fails, or past the largest
+            /// capacity possible (`isize::MAX` bytes less the alignment, as
+            /// `Vec` panics on a capacity overflow); the message is
+            /// [`try_reserve`](Self::try_reserve)'s error, with the numbers
+            /// (use `try_reserve` first to handle it). The buffer is
+            /// unchanged then.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(b'x');\nassert_eq!(&buf[..], b\"x\");\n```")]
+            #[inline]
+            pub fn push(&mut self, byte: u8) {
+                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, 1);
+                self.buf.fill_within_capacity(byte, 1);
+            }
+
+            /// Appends `bytes`, growing the buffer like a `Vec` if need be.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"hello, \");\nbuf.extend_from_slice(b\"world\");\nassert_eq!(&buf[..], b\"hello, world\");\n```")]
+            #[inline]
+            pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len());
+                self.buf.append_within_capacity(bytes);
+            }
+
+            /// Sets the written length to `new_len`: fills the new bytes with
+            /// `value`, or truncates.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.resize(3, 0xAB);\nassert_eq!(&buf[..], [0xAB; 3]);\nbuf.resize(1, 0);\nassert_eq!(&buf[..], [0xAB]);\n```")]
+            #[inline]
+            pub fn resize(&mut self, new_len: usize, value: u8) {
+                let len = self.buf.len();
+                if new_len <= len {
+                    self.buf.truncate(new_len);
+                } else {
+                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, new_len - len);
+                    self.buf.fill_within_capacity(value, new_len - len);
+                }
+            }
+
+            /// Makes room for at least `additional` more bytes.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.reserve(10_000);\nassert!(buf.capacity() >= 10_000);\n```")]
+            #[inline]
+            pub fn reserve(&mut self, additional: usize) {
+                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional);
+            }
+
+            /// Makes room for at least `additional` more bytes, or says why it
+            /// cannot; the buffer is unchanged then. Growth doubles the
+            /// capacity (at least), rounded up to a bucket while it fits in
+            /// `max_capacity`, and counts against the pool's `memory_limit`.
+            ///
+            /// # Errors
+            ///
+            /// [`AcquireError::LimitExceeded`] at the memory limit,
+            /// [`AcquireError::TooLarge`] if `len() + additional` passes the
+            /// largest capacity possible (`isize::MAX` bytes less the
+            /// alignment; `requested` is that sum, or `usize::MAX` if it
+            /// overflows), [`AcquireError::AllocFailed`] if the allocator
+            /// fails.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.try_reserve(100).is_ok());\nassert!(buf.try_reserve(usize::MAX).is_err());\n```")]
+            pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
+                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional)
+            }
+
+            /// The bytes after the written part, up to the capacity, to be
+            /// filled (by a read from a socket, say) before
+            /// [`set_len`](Self::set_len) makes them part of the buffer.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nlet received = b\"from a socket\";\nlet spare = buf.spare_capacity_mut();\nfor (dst, &src) in spare.iter_mut().zip(received) {\n    dst.write(src);\n}\n// SAFETY: the first `received.len()` spare bytes were just written.\nunsafe { buf.set_len(received.len()) };\nassert_eq!(&buf[..], b\"from a socket\");\n```")]
+            #[inline]
+            pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+                self.buf.spare_capacity_mut()
+            }
+
+            /// Sets the written length without writing anything.
+            ///
+            /// # Safety
+            ///
+            /// `new_len <= capacity()`, and the first `new_len` bytes are
+            /// initialized: already written, or written through
+            /// [`spare_capacity_mut`](Self::spare_capacity_mut) or
+            /// [`as_mut_ptr`](Self::as_mut_ptr).
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.spare_capacity_mut()[0].write(42);\n// SAFETY: within the capacity, and the first byte was just written.\nunsafe { buf.set_len(1) };\nassert_eq!(&buf[..], [42]);\n```")]
+            #[inline]
+            pub unsafe fn set_len(&mut self, new_len: usize) {
+                assert!(
+                    new_len <= self.buf.capacity(),
+                    "set_len({new_len}) beyond the capacity ({})",
+                    self.buf.capacity()
+                );
+                // SAFETY: within the capacity (checked), and the caller
+                // guarantees the bytes are initialized.
+                unsafe { self.buf.set_len(new_len) };
+            }
+        }
+
+        impl Drop for $ty {
+            #[inline]
+            fn drop(&mut self) {
+                // SAFETY: `drop` runs once, and the guards' `into_parts`
+                // forgets the guard, so the buffer is taken exactly once.
+                let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+                let buf = buf.into_buf();
+                #[cfg(feature = "track")]
+                self.pool.pool_inner().untrack(&buf);
+                self.pool.pool_inner().release_parts(buf, self.home, self.origin);
+            }
+        }
+
+        impl Deref for $ty {
+            type Target = [u8];
+
+            #[inline]
+            fn deref(&self) -> &[u8] {
+                self.buf.as_slice()
+            }
+        }
+
+        impl DerefMut for $ty {
+            #[inline]
+            fn deref_mut(&mut self) -> &mut [u8] {
+                self.buf.as_mut_slice()
+            }
+        }
+
+        impl AsRef<[u8]> for $ty {
+            #[inline]
+            fn as_ref(&self) -> &[u8] {
+                self.buf.as_slice()
+            }
+        }
+
+        impl AsMut<[u8]> for $ty {
+            #[inline]
+            fn as_mut(&mut self) -> &mut [u8] {
+                self.buf.as_mut_slice()
+            }
+        }
+
+        /// The bytes written. The buffer compares, orders and hashes as
+        /// them, as a `Vec<u8>` does, so a set or map of buffers is searched
+        /// by `&[u8]`.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::collections::HashSet;\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"key\");\nlet set = HashSet::from([buf]);\nassert!(set.contains(&b\"key\"[..]));\nassert!(!set.contains(&b\"other\"[..]));\n```")]
+        impl Borrow<[u8]> for $ty {
+            #[inline]
+            fn borrow(&self) -> &[u8] {
+                self.buf.as_slice()
+            }
+        }
+
+        /// The bytes written, mutably.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::borrow::BorrowMut;\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nlet bytes: &mut [u8] = buf.borrow_mut();\nbytes.make_ascii_uppercase();\nassert_eq!(buf, *b\"ABC\");\n```")]
+        impl BorrowMut<[u8]> for $ty {
+            #[inline]
+            fn borrow_mut(&mut self) -> &mut [u8] {
+                self.buf.as_mut_slice()
+            }
+        }
+
+        /// Byte equality is an equivalence; capacity plays no part.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nfn same<E: Eq>(a: &E, b: &E) -> bool {\n    a == b\n}\n\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.push(1);\nb.reserve(10_000);\nb.push(1);\nassert!(same(&a, &b));\n```")]
+        impl Eq for $ty {}
+
+        /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.extend_from_slice(b\"ab\");\nb.extend_from_slice(b\"b\");\nassert!(a < b);\n```")]
+        impl PartialOrd for $ty {
+            #[inline]
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(Ord::cmp(self, other))
+            }
+        }
+
+        /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.extend_from_slice(b\"ab\");\nb.extend_from_slice(b\"b\");\nassert_eq!(a.cmp(&b), std::cmp::Ordering::Less);\n```")]
+        impl Ord for $ty {
+            #[inline]
+            fn cmp(&self, other: &Self) -> Ordering {
+                Ord::cmp(self.buf.as_slice(), other.buf.as_slice())
+            }
+        }
+
+        /// Hashes the bytes written exactly as hashing the `[u8]` (or a
+        /// `Vec<u8>` of them) does, which [`Borrow<[u8]>`](Borrow) requires.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::hash::{BuildHasher, RandomState};\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nlet hasher = RandomState::new();\nassert_eq!(hasher.hash_one(&buf), hasher.hash_one(&b\"abc\"[..]));\nassert_eq!(hasher.hash_one(&buf), hasher.hash_one(b\"abc\".to_vec()));\n```")]
+        impl Hash for $ty {
+            #[inline]
+            fn hash<H: Hasher>(&self, state: &mut H) {
+                Hash::hash(self.buf.as_slice(), state);
+            }
+        }
+
+        /// Appends the bytes, growing the buffer as
+        /// [`extend_from_slice`](Self::extend_from_slice) does: by the
+        /// iterator's lower size bound at once, then as it needs.
+        ///
+        /// # Panics
+        ///
+        /// As [`push`](Self::push), if the buffer must grow and cannot.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend(b'a'..=b'e');\nbuf.extend(\"xyz\".bytes().rev());\nassert_eq!(buf, *b\"abcdezyx\");\n```")]
+        impl Extend<u8> for $ty {
+            #[inline]
+            fn extend<I: IntoIterator<Item = u8>>(&mut self, iter: I) {
+                let iter = iter.into_iter();
+                self.reserve(iter.size_hint().0);
+                for byte in iter {
+                    self.push(byte);
+                }
+            }
+        }
+
+        /// Appends copies of the bytes, as `Extend<u8>`.
+        ///
+        /// # Panics
+        ///
+        /// As [`push`](Self::push), if the buffer must grow and cannot.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend(b\"hello\");\nbuf.extend(&[b'!'; 2]);\nassert_eq!(buf, b\"hello!!\");\n```")]
+        impl<'b> Extend<&'b u8> for $ty {
+            #[inline]
+            fn extend<I: IntoIterator<Item = &'b u8>>(&mut self, iter: I) {
+                Extend::<u8>::extend(self, iter.into_iter().copied());
+            }
+        }
+
+        impl io::Write for $ty {
+            /// Appends all of `bytes`, growing the buffer if need be; an
+            /// error of kind `OutOfMemory` if it cannot grow.
+            #[inline]
+            fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len())
+                    .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err))?;
+                self.buf.append_within_capacity(bytes);
+                Ok(bytes.len())
+            }
+
+            #[inline]
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+
+        impl fmt::Debug for $ty {
+            /// Length and capacity; never the contents.
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_struct($name)
+                    .field("len", &self.buf.len())
+                    .field("capacity", &self.buf.capacity())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+
+buf_api!(
+    PooledBuf<'_>,
+    "PooledBuf",
+    "use recycler_core::buffer::BufferPool;\n\nlet pool = BufferPool::new();",
+    "pool.acquire(16)"
+);
+
+buf_api!(
+    OwnedPooledBuf,
+    "OwnedPooledBuf",
+    "use std::sync::Arc;\nuse recycler_core::buffer::BufferPool;\n\nlet pool = Arc::new(BufferPool::new());",
+    "pool.acquire_owned(16)"
+);
+
+/// `PartialEq` between a buffer and the byte containers `Vec<u8>` compares
+/// with (both ways), and between the two buffer types: the bytes written
+/// are compared, never the capacity (see the example on [`PooledBuf`]).
+/// `[$($gen)*] $lhs, $rhs` writes `impl<$($gen)*> PartialEq<$rhs> for $lhs`.
+macro_rules! buf_eq {
+    ($([$($gen:tt)*] $lhs:ty, $rhs:ty;)*) => {$(
+        /// Compares the bytes written, as `Vec<u8>` does; capacity plays no
+        /// part.
+        impl<$($gen)*> PartialEq<$rhs> for $lhs {
+            #[inline]
+            fn eq(&self, other: &$rhs) -> bool {
+                self[..] == other[..]
+            }
+        }
+    )*};
+}
+
+/// Each buffer type against the byte containers, both ways.
+macro_rules! buf_eq_bytes {
+    ($($ty:ty),*) => {$(
+        buf_eq! {
+            [] $ty, [u8];
+            [] [u8], $ty;
+            [] $ty, &[u8];
+            [] &[u8], $ty;
+            [] $ty, &mut [u8];
+            [] &mut [u8], $ty;
+            [const N: usize] $ty, [u8; N];
+            [const N: usize] [u8; N], $ty;
+            [const N: usize] $ty, &[u8; N];
+            [const N: usize] &[u8; N], $ty;
+            [] $ty, Vec<u8>;
+            [] Vec<u8>, $ty;
+            [] $ty, Cow<'_, [u8]>;
+            [] Cow<'_, [u8]>, $ty;
+        }
+    )*};
+}
+
+buf_eq_bytes!(PooledBuf<'_>, OwnedPooledBuf);
+
+buf_eq! {
+    [] PooledBuf<'_>, PooledBuf<'_>;
+    [] OwnedPooledBuf, OwnedPooledBuf;
+    [] PooledBuf<'_>, OwnedPooledBuf;
+    [] OwnedPooledBuf, PooledBuf<'_>;
+}

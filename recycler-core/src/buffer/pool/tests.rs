@@ -1,0 +1,243 @@
+use super::*;
+use static_assertions::assert_impl_all;
+
+assert_impl_all!(BufferPool: Send, Sync);
+
+fn pool(b: BufferPoolBuilder) -> BufferPool {
+    b.build().unwrap()
+}
+
+#[test]
+fn rounds_up_to_buckets() {
+    let p = BufferPool::new();
+    for (ask, cap) in [
+        (0, 4096),
+        (1, 4096),
+        (4096, 4096),
+        (4097, 8192),
+        (65535, 65536),
+        (65536, 65536),
+    ] {
+        let b = p.acquire(ask);
+        assert_eq!((b.capacity(), b.len()), (cap, 0), "acquire({ask})");
+    }
+    let odd = pool(BufferPool::builder().bucket_step(1000).max_capacity(5000));
+    assert_eq!(odd.inner.step_shift, None);
+    assert_eq!(odd.acquire(1001).capacity(), 2000);
+    assert_eq!(odd.acquire(5000).capacity(), 5000);
+    assert_eq!(odd.acquire(5001).capacity(), 5001);
+}
+
+#[test]
+fn bucket_of_capacity_is_exact() {
+    let p = BufferPool::new();
+    let inner = p.inner();
+    assert_eq!(inner.bucket_of_capacity(4096), Some(0));
+    assert_eq!(inner.bucket_of_capacity(65536), Some(15));
+    assert_eq!(inner.bucket_of_capacity(65537), None);
+    assert_eq!(inner.bucket_of_capacity(5000), None);
+    assert_eq!(inner.bucket_of_capacity(0), None);
+}
+
+/// Puts `n` idle buffers into each of the given buckets, on this thread.
+fn fill(p: &BufferPool, caps: &[usize], n: usize) {
+    let held: Vec<_> = caps
+        .iter()
+        .flat_map(|&c| (0..n).map(move |_| c))
+        .map(|c| p.acquire(c))
+        .collect();
+    drop(held);
+}
+
+#[test]
+fn eviction_walks_from_start_and_skips() {
+    let p = pool(BufferPool::builder().max_capacity(4 * 4096));
+    fill(&p, &[4096, 8192, 12288, 16384], 2);
+    let inner = p.inner();
+    // Want 3 buffers' worth of bucket 1 (8 KiB each): start at 1, skip 2.
+    let freed = inner.evict_walk(3 * 8192, Some(2), 1, usize::MAX);
+    let s = p.stats();
+    assert_eq!(s.buckets[1].evicts, 2, "bucket 1 first: {s}");
+    assert_eq!(s.buckets[2].evicts, 0, "bucket 2 skipped: {s}");
+    assert_eq!(s.buckets[3].evicts, 1, "then bucket 3, until enough: {s}");
+    assert_eq!(s.buckets[0].evicts, 0, "never reached: {s}");
+    assert_eq!(freed, 2 * 8192 + 16384);
+    // Wrapping around: start at the last bucket.
+    let freed = inner.evict_walk(16384 + 4096, None, 3, usize::MAX);
+    let s = p.stats();
+    assert_eq!((s.buckets[3].evicts, s.buckets[0].evicts), (2, 1), "{s}");
+    assert_eq!(freed, 16384 + 4096);
+}
+
+#[test]
+fn over_the_cap_evicts_other_buckets_first() {
+    // Room for 4 KiB + 8 KiB + 12 KiB exactly.
+    let p = pool(
+        BufferPool::builder()
+            .max_capacity(4 * 4096)
+            .max_idle_memory(24 * 1024),
+    );
+    fill(&p, &[4096, 8192, 12288], 1);
+    assert_eq!(p.stats().idle_memory, 24 * 1024);
+    // Releasing into bucket 0 again goes over by 4 KiB: another bucket
+    // gives way, never bucket 0 itself.
+    let a = p.acquire(4096);
+    let b = p.acquire(4096); // a miss: allocated
+    drop(a);
+    drop(b);
+    let s = p.stats();
+    assert_eq!(s.buckets[0].idle, 2, "the releasing bucket keeps both: {s}");
+    assert_eq!(s.buckets[0].evicts, 0, "{s}");
+    assert_eq!(s.buckets[1].evicts + s.buckets[2].evicts, 1, "{s}");
+    assert!(s.idle_memory <= 24 * 1024, "{s}");
+}
+
+#[test]
+fn released_buffer_is_dropped_when_nothing_else_can_go() {
+    let p = pool(BufferPool::builder().max_idle_memory(8192));
+    let bufs: Vec<_> = (0..3).map(|_| p.acquire(4096)).collect();
+    drop(bufs);
+    let s = p.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[0].removes), (2, 1), "{s}");
+    assert_eq!(s.idle_memory, 8192);
+    assert_eq!(s.accounted_idle_memory, 8192);
+    assert_eq!(s.allocated_memory, 8192);
+}
+
+#[test]
+fn grown_buffer_moves_to_its_new_bucket() {
+    let p = BufferPool::new();
+    let mut b = p.acquire(4096);
+    b.extend_from_slice(&[7; 5000]); // grows to 8 KiB
+    assert_eq!(b.capacity(), 8192);
+    assert_eq!(&b[4990..], &[7; 10]);
+    drop(b);
+    let s = p.stats();
+    assert_eq!((s.buckets[0].in_use, s.buckets[0].idle), (0, 0), "{s}");
+    assert_eq!((s.buckets[1].releases, s.buckets[1].idle), (1, 1), "{s}");
+    assert_eq!(s.allocated_memory, 8192);
+    let again = p.acquire(8000);
+    assert_eq!(s.buckets[1].pooled, 0);
+    assert_eq!(p.stats().buckets[1].pooled, 1, "the grown buffer is reused");
+    drop(again);
+}
+
+#[test]
+fn buffer_grown_past_max_is_freed() {
+    let p = BufferPool::new();
+    let mut b = p.acquire(60_000);
+    b.resize(70_000, 1);
+    assert!(b.capacity() >= 70_000);
+    drop(b);
+    let s = p.stats();
+    assert_eq!(s.buckets[14].removes, 1, "{s}");
+    assert_eq!(s.idle_memory, 0);
+    assert_eq!(s.allocated_memory, 0);
+}
+
+#[test]
+fn oversize_is_not_pooled() {
+    let p = BufferPool::new();
+    let b = p.acquire(100_000);
+    assert_eq!(b.capacity(), 100_000);
+    assert_eq!(p.stats().allocated_memory, 100_000);
+    drop(b);
+    let s = p.stats();
+    assert_eq!(
+        (
+            s.oversize.acquires,
+            s.oversize.non_pooled,
+            s.oversize.removes
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(s.oversize.in_use, 0);
+    assert_eq!(s.allocated_memory, 0);
+}
+
+#[test]
+fn limit_reclaims_idle_then_fails_with_numbers() {
+    let p = pool(BufferPool::builder().memory_limit(3 * 4096));
+    fill(&p, &[4096, 8192], 1); // 12 KiB idle, the whole limit
+    let b = p.acquire(12288); // frees both idle buffers to make room
+    assert_eq!(p.stats().allocated_memory, 12288);
+    let err = p.try_acquire(1).unwrap_err();
+    assert_eq!(
+        err,
+        AcquireError::LimitExceeded {
+            requested: 1,
+            needed: 4096,
+            allocated: 12288,
+            limit: 12288
+        }
+    );
+    assert!(
+        matches!(
+            p.try_acquire(20_000),
+            Err(AcquireError::LimitExceeded {
+                requested: 20_000,
+                needed: 20_480,
+                ..
+            })
+        ),
+        "the bucket's capacity is what must be allocated"
+    );
+    drop(b);
+}
+
+#[test]
+fn pressure_frees_releases() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let p = pool(BufferPool::builder().memory_limit(8192));
+    let a = p.acquire(4096);
+    let b = p.acquire(4096);
+    let mut wait = std::pin::pin!(p.acquire_async(8192));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(wait.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(p.inner().ledger.waiters.len(), 1);
+    drop(a);
+    let s = p.stats();
+    assert_eq!(s.allocated_memory, 4096, "freed, not cached: {s}");
+    assert_eq!(s.buckets[0].idle, 0, "{s}");
+    drop(b); // 8 KiB free now: reserved for the waiter
+    assert_eq!(p.stats().allocated_memory, 8192);
+    let Poll::Ready(Ok(got)) = wait.as_mut().poll(&mut cx) else {
+        panic!("granted, so ready");
+    };
+    assert_eq!(p.inner().ledger.waiters.len(), 0);
+    assert!(!p.inner().under_pressure());
+    drop(got);
+    let s = p.stats();
+    assert_eq!(s.buckets[1].idle, 1, "cached again: {s}");
+}
+
+#[test]
+fn alignment_by_pointer_arithmetic() {
+    for align in [64, 512, 4096] {
+        let p = pool(BufferPool::builder().alignment(align));
+        for cap in [0, 1, 4096, 40_000, 100_000] {
+            let mut b = p.acquire(cap);
+            assert_eq!(b.as_ptr().addr() % align, 0, "align {align} cap {cap}");
+            b.resize(b.capacity() + 1, 0); // grown: still aligned
+            assert_eq!(b.as_ptr().addr() % align, 0, "grown, align {align}");
+        }
+    }
+}
+
+#[test]
+fn statistics_off_keeps_memory_totals() {
+    let p = pool(
+        BufferPool::builder()
+            .statistics(false)
+            .max_idle_memory(1 << 20),
+    );
+    drop(p.acquire(1));
+    drop(p.acquire(1));
+    let s = p.stats();
+    assert!(!s.statistics);
+    assert_eq!(s.buckets[0].acquires, 0);
+    assert_eq!(s.buckets[0].non_pooled, 1);
+    assert_eq!((s.idle_memory, s.allocated_memory), (4096, 4096));
+}
