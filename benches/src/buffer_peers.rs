@@ -10,14 +10,13 @@
 //! Each writes the buffers as [`w4_mix`](crate::buffers::w4_mix) does: one
 //! byte per 4 KiB page of the capacity, or every byte.
 
-use std::hint::black_box;
 use std::ops::DerefMut;
 use std::time::{Duration, Instant};
 
 use lockfree_object_pool::LinearObjectPool;
 use opool::{LocalPool, PoolAllocator};
 
-use crate::buffers::{Touch, XorShift};
+use crate::buffers::{Touch, XorShift, touch_pages};
 
 /// Idle buffers each `LocalPool` keeps (W4 holds at most two at a time).
 const LOCAL_CAPACITY: usize = 64;
@@ -103,13 +102,7 @@ impl std::fmt::Debug for W4LinearPools {
 fn touch(buf: &mut Vec<u8>, how: Touch, value: u8) {
     match how {
         Touch::Fill => buf.resize(buf.capacity(), value),
-        Touch::Page => {
-            let spare = buf.spare_capacity_mut();
-            for page in spare.chunks_mut(4096) {
-                page[0].write(value);
-            }
-            black_box(spare.as_ptr());
-        }
+        Touch::Page => touch_pages(buf.spare_capacity_mut(), value),
     }
 }
 

@@ -13,6 +13,7 @@
 //!   every buffer allocated and freed), `Vec` (malloc/free) and `bumpalo`.
 
 use std::hint::black_box;
+use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use bumpalo::Bump;
@@ -108,14 +109,17 @@ pub fn w3_fill_vec_zeroed(size: usize, iters: u64) -> Duration {
 fn touch(buf: &mut PooledBuf<'_>, how: Touch, value: u8) {
     match how {
         Touch::Fill => buf.resize(buf.capacity(), value),
-        Touch::Page => {
-            let spare = buf.spare_capacity_mut();
-            for page in spare.chunks_mut(4096) {
-                page[0].write(value);
-            }
-            black_box(spare.as_ptr());
-        }
+        Touch::Page => touch_pages(buf.spare_capacity_mut(), value),
     }
+}
+
+/// Writes one byte per 4 KiB page of `spare` ([`Touch::Page`]).
+#[inline]
+pub(crate) fn touch_pages(spare: &mut [MaybeUninit<u8>], value: u8) {
+    for page in spare.chunks_mut(4096) {
+        page[0].write(value);
+    }
+    black_box(spare.as_ptr());
 }
 
 /// What a W4 run measured.

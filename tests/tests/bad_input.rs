@@ -11,6 +11,8 @@
 //! reach undefined behaviour; the table in `docs/testing.md` ("Bad input")
 //! lists the cases.
 
+mod common;
+
 use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
@@ -47,14 +49,7 @@ fn build_err(b: BufferPoolBuilder) -> ConfigError {
 
 /// Every buffer allocated is in use, idle, evicted or removed.
 fn assert_books_balance(s: &BufferPoolStats) {
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
-    let accounted: u64 = s
-        .buckets
-        .iter()
-        .chain([&s.oversize])
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, accounted, "{s}");
+    common::assert_buffers_counted(s);
 }
 
 // --- BufferPoolBuilder -----------------------------------------------------

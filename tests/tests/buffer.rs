@@ -3,6 +3,8 @@
 //! overshoot bound), the memory limit and its back-off, alignment, scopes,
 //! growth, cross-thread releases, thread exit, and the `bytes` feature.
 
+mod common;
+
 use std::sync::{Arc, Barrier, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,14 +23,7 @@ fn threshold(cap: usize, max_capacity: usize) -> usize {
 /// Every buffer allocated is in use, idle, evicted or removed, and the
 /// memory allocated is the memory in use plus the memory idle.
 fn assert_conserved(s: &BufferPoolStats, in_use_bytes: u64) {
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
-    let accounted: u64 = s
-        .buckets
-        .iter()
-        .chain([&s.oversize])
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, accounted, "books: {s}");
+    common::assert_buffers_counted(s);
     assert_eq!(
         s.allocated_memory,
         in_use_bytes + s.idle_memory,

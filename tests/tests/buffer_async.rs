@@ -19,7 +19,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
-use common::Rng;
+use common::{Rng, assert_buffers_counted};
 use recycler_core::AcquireError;
 use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf};
 
@@ -423,14 +423,7 @@ fn a_release_while_anyone_waits_frees_its_threads_idle_buffers() {
 /// Every buffer made is in use, idle, evicted or removed; the memory
 /// allocated is what is held plus what idles, within the limit.
 fn check(s: &BufferPoolStats, held: u64, limit: u64) {
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
-    let gone: u64 = s
-        .buckets
-        .iter()
-        .chain([&s.oversize])
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, gone, "every buffer made is counted once: {s}");
+    assert_buffers_counted(s);
     assert_eq!(s.allocated_memory, held + s.idle_memory, "memory: {s}");
     assert!(s.allocated_memory <= limit, "{s}");
 }

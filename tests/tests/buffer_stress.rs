@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use common::Rng;
+use common::{Rng, assert_buffers_counted};
 use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf};
 
 const THREADS: usize = 4;
@@ -36,14 +36,7 @@ fn give(buf: OwnedPooledBuf) {
 }
 
 fn check(s: &BufferPoolStats, held: u64, quiet: bool) {
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
-    let gone: u64 = s
-        .buckets
-        .iter()
-        .chain([&s.oversize])
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, gone, "every buffer made is counted once: {s}");
+    assert_buffers_counted(s);
     assert_eq!(s.allocated_memory, held + s.idle_memory, "memory: {s}");
     assert!(s.allocated_memory <= LIMIT as u64, "{s}");
     let threshold = (IDLE_CAP / 8).max(2 * MAX_CAPACITY);

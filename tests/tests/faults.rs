@@ -21,7 +21,9 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, mpsc};
 use std::thread;
 
-use common::{Counted, Counts, assert_conserved, builder, in_child_process, recycler};
+use common::{
+    Counted, Counts, assert_buffers_counted, assert_conserved, builder, in_child_process, recycler,
+};
 use recycler_core::buffer::BufferPool;
 use recycler_core::{OwnedPooled, Recycler, RecyclerBuilder};
 
@@ -680,14 +682,7 @@ fn a_thread_panics_while_holding_buffers_and_a_scope() {
     assert!(result.is_err());
     drop(rx.recv().unwrap()); // its home has exited
     let s = pool.stats();
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
-    let gone: u64 = s
-        .buckets
-        .iter()
-        .chain([&s.oversize])
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, gone, "{s}");
+    assert_buffers_counted(&s);
     assert_eq!(s.total().in_use, 0, "{s}");
     assert_eq!(s.allocated_memory, s.idle_memory, "{s}");
     assert!(s.idle_memory <= 32 * 1024, "{s}");

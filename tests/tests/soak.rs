@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Counted, Counts, Rng, assert_conserved, builder};
+use common::{Counted, Counts, Rng, assert_buffers_counted, assert_conserved, builder};
 use recycler_core::buffer::{BufferPool, OwnedPooledBuf};
 use recycler_core::{AcquireError, OwnedPooled, Recycler};
 
@@ -395,14 +395,7 @@ fn soak() {
     }
     let s = shared.pool.stats();
     println!("pool: {s}");
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
-    let gone: u64 = s
-        .buckets
-        .iter()
-        .chain([&s.oversize])
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, gone, "every buffer counted once: {s}");
+    assert_buffers_counted(&s);
     assert_eq!(s.total().in_use, 0, "{s}");
     assert_eq!(s.allocated_memory, s.idle_memory, "{s}");
     assert_eq!(s.idle_memory, s.accounted_idle_memory, "{s}");

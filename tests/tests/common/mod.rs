@@ -7,6 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 
+use recycler_core::buffer::BufferPoolStats;
 use recycler_core::{Recyclable, Recycler, RecyclerBuilder};
 
 /// Tallies shared by every `Counted` of one test.
@@ -138,6 +139,19 @@ pub(crate) fn assert_conserved(pool: &Recycler<Counted>, counts: &Counts, detach
         s.in_use + s.idle + detached_alive,
         "objects alive vs books: {s}"
     );
+}
+
+/// Checks a buffer pool's books: every buffer it made (every acquire that
+/// allocated, oversize ones included) is in use, idle, evicted or removed.
+pub(crate) fn assert_buffers_counted(s: &BufferPoolStats) {
+    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
+    let gone: u64 = s
+        .buckets
+        .iter()
+        .chain([&s.oversize])
+        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
+        .sum();
+    assert_eq!(made, gone, "every buffer made is counted once: {s}");
 }
 
 /// A small deterministic generator (xorshift), one per thread.
