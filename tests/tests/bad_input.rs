@@ -351,10 +351,10 @@ fn thousands_of_buckets() {
     assert_eq!(s.to_string().lines().count(), 1 + 4096 + 1 + 1);
     pool.trim();
     assert_eq!(pool.stats().allocated_memory, 0);
-    // Under a small idle cap, every release over it walks the other
-    // buckets: 4,096 of them, each release. The walk skips empty buckets on
-    // atomic hints (no lock taken), so 4,096 such releases stay cheap (they
-    // took 8 s in a debug build when every bucket's depot was locked).
+    // Under a small idle cap, a release over it visits at most 64 other
+    // buckets, from a random one on, and skips empty ones on atomic hints
+    // (no lock taken), so 4,096 such releases stay cheap (they took 8 s in
+    // a debug build when each walked every bucket and locked its depot).
     let pool = b().max_idle_memory(1 << 20).build().unwrap();
     let held: Vec<_> = (0..4096).map(|i| pool.acquire(65536 - i * 16)).collect();
     drop(held);
@@ -965,4 +965,177 @@ fn recycler_get_try_get_trim_stats_on_empty_and_after_a_panic() {
     let s = pool.stats();
     assert_eq!((s.detached, s.idle, s.in_use), (2, 0, 0), "{s}");
     assert_eq!(Arc::strong_count(&pool), 1);
+}
+
+#[test]
+fn striped_extremes() {
+    for big in [1025, usize::MAX] {
+        let expected = ConfigError::TooLarge {
+            field: "striped",
+            value: big,
+            max: 1024,
+        };
+        let err = Recycler::<Vec<u8>>::builder()
+            .striped(big)
+            .build()
+            .unwrap_err();
+        assert_eq!(err, expected);
+        assert_eq!(build_err(BufferPool::builder().striped(big)), expected);
+    }
+    assert_eq!(
+        Recycler::<Vec<u8>>::builder()
+            .reset_on_return(false)
+            .striped(4)
+            .build()
+            .unwrap_err(),
+        ConfigError::Conflict {
+            field: "reset_on_return(false)",
+            other: "striped"
+        }
+    );
+    // 0 (one per CPU), 1, a count that is not a power of two, the largest,
+    // and a stripe that holds nothing: each works and keeps its books.
+    for n in [0, 1, 3, 1024] {
+        for capacity in [0, 1, 4096] {
+            let pool = Recycler::<Vec<u8>>::builder()
+                .striped(n)
+                .max_capacity_per_thread(capacity)
+                .build()
+                .unwrap();
+            let held: Vec<_> = (0..100).map(|_| pool.get()).collect();
+            drop(held);
+            let s = pool.stats();
+            assert_eq!((s.created, s.in_use), (100, 0), "{s}");
+            assert_eq!(s.created, s.idle + s.dropped, "{s}");
+            if capacity == 0 {
+                assert!(pool.try_get().is_none(), "{s}");
+            }
+            pool.trim();
+            assert_eq!(pool.stats().idle, 0);
+        }
+        let bufs = BufferPool::builder().striped(n).build().unwrap();
+        drop(bufs.acquire(0));
+        assert_eq!(bufs.try_acquire_pooled(1).unwrap().capacity(), 4096);
+        common::assert_buffers_counted(&bufs.stats());
+    }
+}
+
+#[test]
+fn prefill_extremes() {
+    // A recycler: 0 makes nothing; `usize::MAX` stops at the depot's
+    // capacity (per-thread mode) or the stripes' (striped mode).
+    let pool = Recycler::<Vec<u8>>::builder()
+        .depot_capacity(8)
+        .build()
+        .unwrap();
+    assert_eq!(pool.prefill(0), 0);
+    assert_eq!(pool.prefill(usize::MAX), 8);
+    assert_eq!(pool.prefill(usize::MAX), 0, "the depot is full");
+    assert_eq!(pool.stats().idle, 8);
+    let none = Recycler::<Vec<u8>>::builder()
+        .depot_capacity(0)
+        .build()
+        .unwrap();
+    assert_eq!(none.prefill(usize::MAX), 0);
+    let striped = Recycler::<Vec<u8>>::builder()
+        .striped(2)
+        .max_capacity_per_thread(4)
+        .build()
+        .unwrap();
+    assert_eq!(striped.prefill(usize::MAX), 8);
+    let s = striped.stats();
+    assert_eq!((s.created, s.idle, s.prefilled), (8, 8, 8), "{s}");
+
+    // A buffer pool: sizes above `max_capacity` are never pooled (0), a
+    // count of 0 makes nothing, `usize::MAX` stops at the depot, and the
+    // memory limit is never crossed.
+    let bufs = BufferPool::builder()
+        .max_idle_per_thread(2)
+        .memory_limit(64 * 1024)
+        .build()
+        .unwrap();
+    assert_eq!(bufs.prefill(usize::MAX, usize::MAX), Ok(0));
+    assert_eq!(bufs.prefill(0, 0), Ok(0));
+    assert_eq!(bufs.prefill(0, usize::MAX), Ok(8), "the depot holds 4 × 2");
+    // 32 KiB are allocated: no room for one 64 KiB buffer, a typed error.
+    assert_eq!(
+        bufs.prefill(65536, usize::MAX),
+        Err(AcquireError::LimitExceeded {
+            requested: 65536,
+            needed: 65536,
+            allocated: 32768,
+            limit: 65536
+        })
+    );
+    assert_eq!(
+        bufs.prefill(32768, usize::MAX),
+        Ok(1),
+        "room for one, then the limit"
+    );
+    let s = bufs.stats();
+    assert!(s.allocated_memory <= 64 * 1024, "{s}");
+    common::assert_buffers_counted(&s);
+    // The whole limit in use: a typed error, nothing freed or made.
+    let full = BufferPool::builder().memory_limit(4096).build().unwrap();
+    let held = full.acquire(1);
+    assert_eq!(
+        full.prefill(0, 1),
+        Err(AcquireError::LimitExceeded {
+            requested: 0, // what the caller asked for
+            needed: 4096,
+            allocated: 4096,
+            limit: 4096
+        })
+    );
+    drop(held);
+    assert_eq!(full.stats().buckets[0].non_pooled, 1);
+}
+
+#[test]
+fn async_timeout_and_pooled_only_extremes() {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    let pool = Arc::new(BufferPool::builder().memory_limit(4096).build().unwrap());
+    let mut cx = Context::from_waker(Waker::noop());
+    // Requests that can never fit fail at the first poll, without waiting.
+    match pin!(pool.acquire_async(usize::MAX)).as_mut().poll(&mut cx) {
+        Poll::Ready(Err(AcquireError::TooLarge { .. })) => {}
+        other => panic!("{:?}", other.map(|r| r.map(|b| b.capacity()))),
+    }
+    match pin!(pool.acquire_owned_async(4097)).as_mut().poll(&mut cx) {
+        Poll::Ready(Err(err)) => assert_eq!(
+            err,
+            AcquireError::LimitExceeded {
+                requested: 4097,
+                needed: 8192,
+                allocated: 0,
+                limit: 4096
+            }
+        ),
+        other => panic!("{:?}", other.map(|r| r.map(|b| b.capacity()))),
+    }
+    assert!(matches!(
+        pool.acquire_owned_timeout(usize::MAX, Duration::MAX),
+        Err(AcquireError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        pool.acquire_owned_timeout(4097, Duration::MAX),
+        Err(AcquireError::LimitExceeded { .. })
+    ));
+    // Pooled-only: nothing idle, or a size never pooled, is `None`; it
+    // never allocates.
+    assert!(pool.try_acquire_pooled(0).is_none());
+    assert!(pool.try_acquire_pooled(usize::MAX).is_none());
+    assert_eq!(pool.stats().allocated_memory, 0);
+    // A future dropped before its first poll reserves nothing.
+    drop(pool.acquire_owned_async(4096));
+    assert_eq!(
+        pool.acquire_owned_timeout(0, Duration::ZERO)
+            .unwrap()
+            .capacity(),
+        4096
+    );
+    common::assert_buffers_counted(&pool.stats());
 }

@@ -8,13 +8,13 @@
 //! A walk for the idle cap, which runs on every release over the cap, is
 //! bounded: it visits at most [`MAX_WALK`] buckets (all of them in a pool
 //! of the default 16). A walk for the memory limit, which runs only when an
-//! allocation would cross the limit, visits every bucket. Both skip in a few loads each a bucket whose
-//! hints say it holds nothing reachable. In a pool of thousands of buckets
-//! under a small cap, a release over the cap whose 64 buckets hold too
-//! little drops its own buffer instead (the random start spreads the walks
-//! over the buckets); before the bound, every such release walked every
-//! bucket and took each one's depot lock, and 4,096 of them took 8 s in a
-//! debug build.
+//! allocation would cross the limit, visits every bucket. Both skip, in a
+//! few loads each, a bucket whose hints say it holds nothing reachable. In
+//! a pool of thousands of buckets under a small cap, a release over the cap
+//! whose 64 buckets hold too little drops its own buffer instead (the
+//! random start spreads the walks over the buckets); before the bound,
+//! every such release walked every bucket and took each one's depot lock,
+//! and 4,096 of them took 8 s in a debug build.
 
 /// The most buckets one eviction walk visits.
 pub(crate) const MAX_WALK: usize = 64;
