@@ -1,6 +1,9 @@
 //! The guides and design notes, as pages of these docs: each module below
 //! holds no code, only a page of the workspace's `docs/` folder.
 //!
+//! - [`usage`]: the user's guide: a quick start, which mode to choose
+//!   (per-thread or striped), every setting with its default and when to
+//!   change it, async use, reading the statistics, and troubleshooting.
 //! - [`derive`](mod@derive): `#[derive(Recyclable)]`, with an example of
 //!   every attribute and shape, the rules for type-parameter bounds and
 //!   `retained_bytes`, and the compiler's message for each mistake.
@@ -13,6 +16,12 @@
 //! with every feature on (the buffer guide uses `bytes`): the doc tests of
 //! its `recycler-tests` package include these files. (This crate's own doc
 //! tests run with the default features, so they leave the guides out.)
+
+/// The user's guide: quick start, choosing a mode, every setting, async
+/// use, statistics and troubleshooting.
+#[cfg_attr(not(doctest), doc = "")]
+#[cfg_attr(not(doctest), doc = include_str!("../docs/guide.md"))]
+pub mod usage {}
 
 /// The guide to `#[derive(Recyclable)]`: every attribute, every supported
 /// shape, and every compile error with what to write instead.

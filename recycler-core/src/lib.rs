@@ -175,9 +175,17 @@
 //! thread exits, its cache and inbox go to the depot, so no object is stranded
 //! with a dead thread.
 //!
+//! [`RecyclerBuilder::striped`] replaces the per-thread caches with a few
+//! lock-guarded stripes chosen by the CPU a thread runs on, for work-stealing
+//! runtimes whose tasks migrate and whose workers idle: no object ever waits
+//! with a thread. [The user's guide](guide::usage) says which mode to
+//! choose, with the measured costs.
+//!
 //! The guard, [`Pooled`], returns the object when dropped. Rust's ownership
 //! makes a double release impossible, and [`Recyclable::reset`] runs on
-//! release, on the releasing thread. See [the design notes](guide::design)
+//! release, on the releasing thread (with
+//! [`reset_on_return(false)`](RecyclerBuilder::reset_on_return), when the
+//! home thread takes the object back). See [the design notes](guide::design)
 //! for the design and its invariants.
 //!
 //! # Safety and correctness
@@ -186,11 +194,14 @@
 //! only the owning thread touches), the guards (which move the object out
 //! exactly once), the thread-exit hook, and, in the buffer pool, the aligned
 //! allocation (one file, `buffer/raw.rs`), the buffer's byte views and the
-//! scope's `&self -> &mut [u8]` (each argued in a `SAFETY` comment). Every `unsafe` block states the
-//! invariant it relies on. All synchronization goes through one facade module,
-//! so the loom models in the `recycler-tests` package check the real code:
-//! a foreign release racing the owner's drain, two foreign releasers, and a
-//! thread exit racing a refill from the depot. Stress tests count every
+//! scope's `&self -> &mut [u8]`. Every `unsafe` block states the invariant
+//! it relies on in a `SAFETY` comment. All synchronization goes through one
+//! facade module, so the 24 loom models in the `recycler-tests` package
+//! check the real code, and every atomic, lock and channel operation of the
+//! crate is reached by at least one: among them a foreign release racing the
+//! owner's drain, a thread exit racing a refill from the depot, a waiter at
+//! the memory limit racing a release, and a striped get moving objects
+//! between stripes. Stress tests, model-based tests and a soak count every
 //! object: made = in use + idle + dropped + detached.
 //!
 //! # Feature flags

@@ -205,9 +205,11 @@ pub struct RecyclerStats {
     /// Objects made by [`prefill`](crate::Recycler::prefill) (also counted
     /// in `created`, but not in `gets`).
     pub prefilled: u64,
-    /// Bytes held by idle objects, by [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes),
-    /// for a recycler with [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes);
-    /// 0 without a cap (not counted).
+    /// Bytes held by idle objects, by
+    /// [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes),
+    /// for a recycler with
+    /// [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes); 0
+    /// without a cap (not counted).
     pub idle_bytes: u64,
 }
 

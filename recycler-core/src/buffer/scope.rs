@@ -24,11 +24,11 @@ const FIRST_SPILL: usize = 28;
 
 /// An allocator of byte slices from a [`BufferPool`]: [`alloc`](Self::alloc)
 /// bump-allocates from a buffer the scope took from the pool (the pool's
-/// bucket of 64 KiB, or its largest if smaller; the first one a sixteenth of
-/// that), taking another when that one is full; a slice of more than half such a buffer, or one for which a
-/// whole buffer would not fit under the pool's memory limit, gets a buffer
-/// of its own.
-/// Every buffer goes back to the pool when the scope drops.
+/// bucket of 64 KiB, or its largest if smaller; the first one a sixteenth
+/// of that), taking another when that one is full; a slice of more than
+/// half such a buffer, or one for which a whole buffer would not fit under
+/// the pool's memory limit, gets a buffer of its own. Every buffer goes
+/// back to the pool when the scope drops.
 ///
 /// Like an arena (`bumpalo`), it allocates through `&self`, so several
 /// slices from one scope can be alive and mutable at once, and most
