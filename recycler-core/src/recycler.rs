@@ -153,7 +153,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     ///
     /// If the factory panics, or, under
     /// [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
-    /// [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes)
+    /// [`Recyclable::retained_bytes`]
     /// panics measuring the object taken (which is then counted as dropped,
     /// and dropped). The recycler stays usable.
     ///
@@ -198,7 +198,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// # Panics
     ///
     /// Under [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
-    /// [`Recyclable::retained_bytes`](crate::Recyclable::retained_bytes)
+    /// [`Recyclable::retained_bytes`]
     /// panics measuring the object taken, as in [`get`](Self::get).
     ///
     /// # Examples

@@ -1,6 +1,6 @@
 //! The acquires that wait at the `memory_limit`: parked
 //! ([`BufferPool::acquire_timeout`]) or as a future
-//! ([`BufferPool::acquire_async`]); both go through [`super::super::wait`].
+//! ([`BufferPool::acquire_async`]); both go through [`crate::buffer::wait`].
 
 use super::*;
 
