@@ -13,8 +13,6 @@
 //! - Elsewhere, or if that fails: a stable per-thread number (the thread's
 //!   token), so that each thread keeps to one stripe.
 
-use crate::registry;
-
 /// The calling thread's CPU, or a stable stand-in for it (see the module
 /// docs).
 #[inline]
@@ -41,7 +39,7 @@ fn stand_in() -> usize {
     #[cfg(loom)]
     return crate::loom::thread_number();
     #[cfg(not(loom))]
-    return (registry::assign() >> 2) as usize;
+    return (crate::registry::assign() >> 2) as usize;
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
