@@ -6,6 +6,8 @@
 # invalidated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export RUSTFLAGS="--cfg loom -C debug-assertions"
+# Warnings are errors here too: the loom build compiles code that the
+# normal build (and clippy) never sees.
+export RUSTFLAGS="--cfg loom -C debug-assertions -D warnings"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 cargo test -p recycler-tests --release --test loom --test loom_buffer --test loom_striped --target-dir "${CARGO_TARGET_DIR:-target}/loom" -- --test-threads=2 "$@"
