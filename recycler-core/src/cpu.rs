@@ -76,11 +76,10 @@ mod rseq {
         // the C library at `__rseq_offset` from the thread pointer of every
         // thread it starts.
         let at = tp.wrapping_add_signed(offset).wrapping_add(4) as *const u32;
-        // SAFETY: the C library reported an `rseq` area (a nonzero
-        // `__rseq_size`), which lives in every thread's control block for
-        // the thread's whole life; the kernel updates `cpu_id` only between
-        // the thread's instructions (on return to user space), hence the
-        // volatile read of an aligned `u32`.
+        // SAFETY: the C library reported an `rseq` area (nonzero
+        // `__rseq_size`), in every thread's control block for its whole
+        // life; the kernel writes `cpu_id` only on return to user space,
+        // between our instructions: a volatile read of an aligned `u32`.
         let cpu = unsafe { at.read_volatile() };
         // A thread without a registered area reads a negative value.
         (cpu < 1 << 31).then_some(cpu as usize)

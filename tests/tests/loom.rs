@@ -22,28 +22,12 @@
 mod loom_support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::AtomicUsize;
 
 use loom::sync::Mutex;
 use loom::thread;
-use loom_support::{model, spawn};
-use recycler_core::{OwnedPooled, Recyclable, Recycler};
-
-/// A payload counting how many exist; std atomics, outside the model.
-#[derive(Debug)]
-struct Obj {
-    alive: Arc<AtomicUsize>,
-}
-
-impl Drop for Obj {
-    fn drop(&mut self) {
-        self.alive.fetch_sub(1, SeqCst);
-    }
-}
-
-impl Recyclable for Obj {
-    fn reset(&mut self) {}
-}
+use loom_support::{Obj, audit, counted, model, spawn};
+use recycler_core::{OwnedPooled, Recycler};
 
 /// A tiny recycler: batches of one, so every foreign release is one send.
 fn tiny(alive: &Arc<AtomicUsize>) -> Arc<Recycler<Obj>> {
@@ -52,40 +36,13 @@ fn tiny(alive: &Arc<AtomicUsize>) -> Arc<Recycler<Obj>> {
 
 /// A recycler of `max` objects per thread in batches of `batch`.
 fn sized(alive: &Arc<AtomicUsize>, max: usize, batch: usize) -> Arc<Recycler<Obj>> {
-    let alive = Arc::clone(alive);
-    let pool = Recycler::builder_with_factory(move || {
-        alive.fetch_add(1, SeqCst);
-        Obj {
-            alive: Arc::clone(&alive),
-        }
-    })
-    .max_capacity_per_thread(max)
-    .batch_size(batch)
-    .depot_capacity(8)
-    .build()
-    .unwrap();
+    let pool = counted(alive)
+        .max_capacity_per_thread(max)
+        .batch_size(batch)
+        .depot_capacity(8)
+        .build()
+        .unwrap();
     Arc::new(pool)
-}
-
-/// The audit every model ends with, on the last thread standing.
-fn audit(pool: &Recycler<Obj>, alive: &AtomicUsize) {
-    let s = pool.stats();
-    assert_eq!(s.in_use, 0, "{s}");
-    assert_eq!(s.created, s.idle + s.dropped, "{s}");
-    assert_eq!(
-        alive.load(SeqCst) as u64,
-        s.idle,
-        "objects alive vs idle: {s}"
-    );
-    let mut reachable = Vec::new();
-    while let Some(g) = pool.try_get() {
-        reachable.push(g);
-    }
-    assert_eq!(
-        reachable.len() as u64,
-        s.idle,
-        "every idle object is reachable: {s}"
-    );
 }
 
 /// A foreign release sends an object into the owner's inbox while the owner,

@@ -13,52 +13,19 @@
 mod loom_support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::AtomicUsize;
 
-use loom_support::{model, spawn};
-use recycler_core::{Recyclable, Recycler};
-
-#[derive(Debug)]
-struct Obj {
-    alive: Arc<AtomicUsize>,
-}
-
-impl Drop for Obj {
-    fn drop(&mut self) {
-        self.alive.fetch_sub(1, SeqCst);
-    }
-}
-
-impl Recyclable for Obj {
-    fn reset(&mut self) {}
-}
+use loom_support::{Obj, audit, counted, model, spawn};
+use recycler_core::Recycler;
 
 /// Two stripes of one object each.
 fn tiny(alive: &Arc<AtomicUsize>) -> Arc<Recycler<Obj>> {
-    let alive = Arc::clone(alive);
-    let pool = Recycler::builder_with_factory(move || {
-        alive.fetch_add(1, SeqCst);
-        Obj {
-            alive: Arc::clone(&alive),
-        }
-    })
-    .striped(2)
-    .max_capacity_per_thread(1)
-    .build()
-    .unwrap();
+    let pool = counted(alive)
+        .striped(2)
+        .max_capacity_per_thread(1)
+        .build()
+        .unwrap();
     Arc::new(pool)
-}
-
-fn audit(pool: &Recycler<Obj>, alive: &AtomicUsize) {
-    let s = pool.stats();
-    assert_eq!(s.in_use, 0, "{s}");
-    assert_eq!(s.created, s.idle + s.dropped, "{s}");
-    assert_eq!(alive.load(SeqCst) as u64, s.idle, "{s}");
-    let mut reachable = Vec::new();
-    while let Some(g) = pool.try_get() {
-        reachable.push(g);
-    }
-    assert_eq!(reachable.len() as u64, s.idle, "every idle object: {s}");
 }
 
 /// Two threads release at once into stripes of one object each: one may
@@ -105,21 +72,13 @@ fn get_races_release() {
 fn a_get_moving_objects_races_the_other_stripes_thread() {
     model(|| {
         let alive = Arc::new(AtomicUsize::new(0));
-        let pool = {
-            let alive = Arc::clone(&alive);
-            Arc::new(
-                Recycler::builder_with_factory(move || {
-                    alive.fetch_add(1, SeqCst);
-                    Obj {
-                        alive: Arc::clone(&alive),
-                    }
-                })
+        let pool = Arc::new(
+            counted(&alive)
                 .striped(2)
                 .max_capacity_per_thread(4)
                 .build()
                 .unwrap(),
-            )
-        };
+        );
         // Three idle objects in this thread's stripe.
         drop([pool.get(), pool.get(), pool.get()]);
         let p = Arc::clone(&pool);

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use common::{Counted, Counts, Rng, assert_conserved, builder};
+use common::{Counted, Counts, Rng, assert_conserved, builder, drain_reachable};
 use recycler_core::buffer::BufferPool;
 use recycler_core::{Recycler, RecyclerBuilder};
 
@@ -16,34 +16,29 @@ fn striped(counts: &Arc<Counts>) -> Recycler<Counted> {
     builder(counts).striped(4).build().unwrap()
 }
 
-/// Takes every object the calling thread can reach without the factory.
-fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
-    let mut held = Vec::new();
-    while let Some(g) = pool.try_get() {
-        held.push(g);
-    }
-    held.len() as u64
+/// Spawns a thread that takes `n` objects, releases them and then parks for
+/// ever (never unparked, never exiting while the test runs; a spurious
+/// wake-up parks again); returns once the objects are released.
+fn take_release_and_park(pool: &Arc<Recycler<Counted>>, n: usize) -> thread::JoinHandle<()> {
+    let (done_tx, done_rx) = mpsc::channel();
+    let pool = Arc::clone(pool);
+    let parked = thread::spawn(move || {
+        let held: Vec<_> = (0..n).map(|_| pool.get_owned()).collect();
+        drop(held);
+        done_tx.send(()).unwrap();
+        loop {
+            thread::park();
+        }
+    });
+    done_rx.recv().unwrap();
+    parked
 }
 
 #[test]
 fn a_parked_thread_strands_nothing() {
     let counts = Counts::new();
     let pool = Arc::new(striped(&counts));
-    let (done_tx, done_rx) = mpsc::channel();
-    let parked = {
-        let pool = Arc::clone(&pool);
-        thread::spawn(move || {
-            let held: Vec<_> = (0..10_000).map(|_| pool.get_owned()).collect();
-            drop(held);
-            done_tx.send(()).unwrap();
-            // Parked for ever: never unparked, never exits while the test
-            // runs. (A spurious wake-up parks again.)
-            loop {
-                thread::park();
-            }
-        })
-    };
-    done_rx.recv().unwrap();
+    let parked = take_release_and_park(&pool, 10_000);
     let s = pool.stats();
     assert_eq!((s.created, s.idle, s.in_use), (10_000, 10_000, 0), "{s}");
     // Every one of them is reachable from this thread.
@@ -60,19 +55,7 @@ fn the_same_parked_thread_strands_its_cache_in_per_thread_mode() {
     // its spills reach the depot.
     let counts = Counts::new();
     let pool = Arc::new(builder(&counts).build().unwrap());
-    let (done_tx, done_rx) = mpsc::channel();
-    let _parked = {
-        let pool = Arc::clone(&pool);
-        thread::spawn(move || {
-            let held: Vec<_> = (0..10_000).map(|_| pool.get_owned()).collect();
-            drop(held);
-            done_tx.send(()).unwrap();
-            loop {
-                thread::park();
-            }
-        })
-    };
-    done_rx.recv().unwrap();
+    let _parked = take_release_and_park(&pool, 10_000);
     let reachable = drain_reachable(&pool);
     assert!(
         reachable <= 10_000 - 4000,

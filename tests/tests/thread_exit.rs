@@ -8,17 +8,10 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use common::{Counted, Counts, assert_conserved, builder, in_child_process, recycler};
+use common::{
+    Counted, Counts, assert_conserved, builder, drain_reachable, in_child_process, recycler,
+};
 use recycler_core::{OwnedPooled, Recycler, RecyclerBuilder};
-
-/// Takes every object the calling thread can reach without the factory.
-fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
-    let mut held = Vec::new();
-    while let Some(g) = pool.try_get() {
-        held.push(g);
-    }
-    held.len() as u64
-}
 
 #[test]
 fn a_thousand_short_lived_threads_strand_nothing() {

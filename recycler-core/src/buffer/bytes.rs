@@ -14,11 +14,11 @@ const GROW_BY: usize = 64;
 
 macro_rules! buf_mut {
     ($ty:ty) => {
+        #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
         // SAFETY: `chunk_mut` returns the spare capacity, which lies inside
         // the allocation, after the written part; `advance_mut` moves the
         // length forward over bytes the caller has initialized, and never
         // past the capacity (checked).
-        #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
         unsafe impl BufMut for $ty {
             /// As much as a `Vec<u8>` could hold: the buffer grows when full.
             #[inline]

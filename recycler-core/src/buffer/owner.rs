@@ -87,11 +87,10 @@ impl PoolInner {
     fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
         let count = self.config.statistics;
         match &self.idle {
-            // SAFETY: the caller checked that the calling thread owns
-            // `local`, a cache of bucket `idx` (whose capacity is at least 1:
-            // with 0, every buffer is homed at the discard cache and fails
-            // the ownership compare); the check runs no code that touches
-            // the cache.
+            // SAFETY: the caller checked that this thread owns `local`, a
+            // cache of bucket `idx` (capacity at least 1: with 0, buffers are
+            // homed at the discard cache and fail the ownership compare);
+            // the check runs no code that touches the cache.
             None => unsafe { Inner::push_local(local, buf, count, |_| true) },
             Some(acct) => {
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;

@@ -141,6 +141,16 @@ pub(crate) fn assert_conserved(pool: &Recycler<Counted>, counts: &Counts, detach
     );
 }
 
+/// Takes every object the calling thread can reach without the factory, and
+/// returns how many (they go back when the guards drop).
+pub(crate) fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
+    let mut held = Vec::new();
+    while let Some(g) = pool.try_get() {
+        held.push(g);
+    }
+    held.len() as u64
+}
+
 /// Checks a buffer pool's books: every buffer it made (every acquire that
 /// allocated, oversize ones included) is in use, idle, evicted or removed.
 pub(crate) fn assert_buffers_counted(s: &BufferPoolStats) {

@@ -1,10 +1,64 @@
-//! What the loom models share: running a model with a preemption bound, and
-//! spawning threads that end through the real exit hooks.
+//! What the loom models share: running a model with a preemption bound,
+//! spawning threads that end through the real exit hooks, and the recyclers'
+//! payload and audit.
+
+#![allow(dead_code)] // each model file uses its own subset
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 
 use loom::thread;
+use recycler_core::{Recyclable, Recycler, RecyclerBuilder};
+
+/// A payload counting how many exist; std atomics, outside the model.
+#[derive(Debug)]
+pub(crate) struct Obj {
+    alive: Arc<AtomicUsize>,
+}
+
+impl Drop for Obj {
+    fn drop(&mut self) {
+        self.alive.fetch_sub(1, SeqCst);
+    }
+}
+
+impl Recyclable for Obj {
+    fn reset(&mut self) {}
+}
+
+/// A builder whose factory makes `Obj`s counted in `alive`.
+pub(crate) fn counted(alive: &Arc<AtomicUsize>) -> RecyclerBuilder<Obj> {
+    let alive = Arc::clone(alive);
+    Recycler::builder_with_factory(move || {
+        alive.fetch_add(1, SeqCst);
+        Obj {
+            alive: Arc::clone(&alive),
+        }
+    })
+}
+
+/// The audit every recycler model ends with, on the last thread standing:
+/// nothing in use, every object made idle or dropped, the objects alive the
+/// idle ones, and every idle object reachable.
+pub(crate) fn audit(pool: &Recycler<Obj>, alive: &AtomicUsize) {
+    let s = pool.stats();
+    assert_eq!(s.in_use, 0, "{s}");
+    assert_eq!(s.created, s.idle + s.dropped, "{s}");
+    assert_eq!(
+        alive.load(SeqCst) as u64,
+        s.idle,
+        "objects alive vs idle: {s}"
+    );
+    let mut reachable = Vec::new();
+    while let Some(g) = pool.try_get() {
+        reachable.push(g);
+    }
+    assert_eq!(
+        reachable.len() as u64,
+        s.idle,
+        "every idle object is reachable: {s}"
+    );
+}
 
 /// Spawns a loom thread that runs `f`, then exits as its exit would: it runs
 /// the thread's exit hooks now. Loom's `JoinHandle::join` returns before the
