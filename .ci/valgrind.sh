@@ -23,6 +23,8 @@
 # - the loom models: a build of their own (`--cfg loom`).
 # - buffer::limit::tests::backoff_is_bounded: it counts the waits made
 #   before a 20 ms deadline, which valgrind's slowdown makes too few.
+# - teardown's matrix (some 200 child processes; AddressSanitizer runs it,
+#   .ci/sanitizers.sh): its regression tests run here.
 # The model-based tests run 16 scripts per property instead of 256.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +34,7 @@ if ! command -v valgrind >/dev/null; then
     apt-get update -qq && apt-get install -y -qq valgrind
 fi
 
-TESTS=(pool thread_exit idle_cap handoff faults guard_traits buffer buffer_stress soundness model)
+TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_stress striped decay soundness model)
 
 # Prints "name executable" for each test binary cargo reports building.
 executables() {
@@ -82,6 +84,9 @@ while read -r name exe; do
     case $name in
         recycler_core) run "$name" "$exe" --skip buffer::limit::tests::backoff_is_bounded ;;
         soundness) run "$name" "$exe" --skip compile_fail ;;
+        # The matrix runs some 200 child processes (a second or more each
+        # under valgrind); its regressions run here, the matrix under ASan.
+        teardown) run "$name" "$exe" --skip recycler_ --skip buffers_ ;;
         *) run "$name" "$exe" ;;
     esac
 done <<<"$bins"

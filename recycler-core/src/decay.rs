@@ -13,9 +13,12 @@
 //! recycler altogether keeps its cache (only the owner may touch it) until it
 //! gets again or exits. Striped mode has no caches at all.
 
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+
 use crate::cache::Local;
 use crate::recyclable::Recyclable;
 use crate::shared::Inner;
+use crate::stats::Counters;
 
 /// Gets between two decay passes on one cache (a power of two).
 pub(crate) const DECAY_PERIOD: u64 = 1 << 16;
@@ -51,5 +54,41 @@ impl<T: Recyclable> Inner<T> {
         if !rejected.is_empty() {
             self.drop_idle(rejected, Some(local));
         }
+    }
+
+    /// The decay pass of a get that has just taken `obj` from `local` and
+    /// counted its hit. The pass may drop objects the depot refuses, and a
+    /// `Drop` may panic: then `obj` goes back into the cache and the hit is
+    /// uncounted (the get did not happen) before the panic goes on to the
+    /// caller, so the object is neither dropped uncounted during the unwind
+    /// nor lost to the books. `restore` runs first in that case (the slow
+    /// get counts the object's bytes idle again under a cap).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`.
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn decay_after_get(
+        &self,
+        local: &Local<T>,
+        obj: Box<T>,
+        restore: impl FnOnce(),
+    ) -> Box<T> {
+        let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.decay(local))) else {
+            return obj;
+        };
+        restore();
+        // SAFETY: the caller owns `local`; the closure runs no user code
+        // (the push may allocate, never drops an object).
+        unsafe {
+            local.with_cache(|c| match c.slot {
+                None => c.slot = Some(obj),
+                Some(_) => c.batch.push_back(obj),
+            });
+        }
+        // Minus one, as the owner writes its counters: a load and a store.
+        Counters::add_owned(&local.counters.hits, u64::MAX);
+        resume_unwind(panic)
     }
 }

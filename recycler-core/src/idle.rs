@@ -172,6 +172,13 @@ impl IdleAccount {
         true
     }
 
+    /// Counts again an idle object of `bytes` that the thread of `cell` took
+    /// ([`sub`](Self::sub)) and put back at once, unused: the account is as
+    /// it was before the take, which the cap admitted.
+    pub(crate) fn restore(&self, cell: &DeltaCell, bytes: u64) {
+        self.add(cell, signed(bytes));
+    }
+
     /// Counts an idle object of `bytes` taken from the pool by the thread of
     /// `cell`.
     #[inline(always)]

@@ -46,9 +46,10 @@ impl<T: Recyclable> Inner<T> {
         let local = unsafe { local.as_ref() };
         // SAFETY: `local` is a cache the calling thread owns, and the
         // closure runs no user code.
-        let obj = unsafe { local.with_cache(Cache::pop) }?;
+        let mut obj = unsafe { local.with_cache(Cache::pop) }?;
         if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
-            self.decay(local);
+            // SAFETY: the calling thread owns `local` (above).
+            obj = unsafe { self.decay_after_get(local, obj, || ()) };
         }
         Some((obj, Home::new(local)))
     }

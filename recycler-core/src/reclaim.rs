@@ -42,23 +42,40 @@ pub(crate) fn drop_each<T>(objs: impl IntoIterator<Item = Box<T>>) -> Option<Pan
             match first {
                 None => first = Some(panic),
                 // A later panic's payload is dropped here, on its own.
-                Some(_) => drop(catch_unwind(AssertUnwindSafe(|| drop(panic)))),
+                Some(_) => forget_panic(panic),
             }
         }
     }
     first
 }
 
+/// Disposes of a caught panic's payload without letting anything unwind: a
+/// payload is user data, and its own `Drop` may panic; that second payload
+/// is leaked rather than dropped (dropping it could panic again, without
+/// end).
+pub(crate) fn forget_panic(panic: Panic) {
+    if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(panic))) {
+        std::mem::forget(again);
+    }
+}
+
 /// Resumes `panic`, if any, in the caller, unless the thread is exiting (a
 /// panic would escape a thread-local destructor and abort) or already
-/// panicking (it would abort too).
+/// panicking (it would abort too); then it is swallowed (the panic hook has
+/// reported it).
+///
+/// "Exiting" means that the thread's exit hooks ([`crate::registry`]) have
+/// started: only then does the calling thread's token read `EXITED`. A
+/// thread-local destructor of the user's that runs before them is not told
+/// apart from ordinary code; the paths that can be reached from one with
+/// nobody to pass a panic to (a recycler's own drop) swallow theirs
+/// unconditionally instead.
 pub(crate) fn pass_on(panic: Option<Panic>) {
-    if let Some(panic) = panic
-        && registry::current() != EXITED
-        && !std::thread::panicking()
-    {
+    let Some(panic) = panic else { return };
+    if registry::current() != EXITED && !std::thread::panicking() {
         resume_unwind(panic);
     }
+    forget_panic(panic);
 }
 
 impl<T: Recyclable> Inner<T> {

@@ -77,14 +77,23 @@ impl<T: Recyclable> Inner<T> {
         if obj.is_none() && self.refill(local) {
             obj = take();
         }
-        let obj = obj?;
+        let mut obj = obj?;
+        let mut bytes = 0;
         if let Some(acct) = &self.idle {
-            let bytes = self.measure_taken(&obj, Some(local));
+            bytes = self.measure_taken(&obj, Some(local));
             // SAFETY: the calling thread owns `local`.
             acct.sub(unsafe { self.cell_of(local) }, bytes);
         }
         if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
-            self.decay(local);
+            // If the pass unwinds, the object goes back, idle again.
+            let restore = || {
+                if let Some(acct) = &self.idle {
+                    // SAFETY: the calling thread owns `local`.
+                    acct.restore(unsafe { self.cell_of(local) }, bytes);
+                }
+            };
+            // SAFETY: the calling thread owns `local`.
+            obj = unsafe { self.decay_after_get(local, obj, restore) };
         }
         Some((obj, self.home(Some(local), false)))
     }
@@ -93,6 +102,7 @@ impl<T: Recyclable> Inner<T> {
     /// hit), then the idle-memory account.
     #[inline]
     fn take_striped(&self, stripes: &Stripes<T>) -> Option<(Box<T>, Home<T>)> {
+        registry::enroll();
         let obj = stripes.pop(cpu::current())?;
         if let Some(acct) = &self.idle {
             // The hit is counted: if `retained_bytes` panics, the object

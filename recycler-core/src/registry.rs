@@ -80,8 +80,32 @@ pub(crate) fn new_key() -> u64 {
 
 /// What a recycler (or pool) does with the calling thread's cache when the
 /// thread exits.
+///
+/// A thread's exit runs in two phases over all of its hooks: first every
+/// hook [forgets](ExitFlush::forget_on_exit) the ways the thread finds its
+/// caches by pointers of its own (indexes), then every hook
+/// [flushes](ExitFlush::flush_on_exit) and gives its cache up. So no cache
+/// is given up (and possibly claimed at once by another thread) while any
+/// index of the exiting thread still points at it, whatever order the
+/// thread first touched its recyclers and pools in: code that runs during
+/// the flushes (an object's `Drop`, which may use any pool) finds no stale
+/// entry.
 pub(crate) trait ExitFlush: Send + Sync {
-    /// Empties the cache at `local` into shared storage and gives it up.
+    /// Phase one: forgets every pointer the calling thread keeps to the
+    /// cache at `local` outside the hooks (an index of its own), before any
+    /// hook of the thread gives a cache up. Runs no user code. The core
+    /// recycler keeps none but the hot index, which the registry clears
+    /// itself; the buffer pool's per-thread index is one.
+    ///
+    /// # Safety
+    ///
+    /// As for [`flush_on_exit`](Self::flush_on_exit).
+    unsafe fn forget_on_exit(&self, local: *const (), token: Token) {
+        let _ = (local, token);
+    }
+
+    /// Phase two: empties the cache at `local` into shared storage and gives
+    /// it up.
     ///
     /// # Safety
     ///
@@ -115,13 +139,34 @@ impl ExitHooks {
         let _ = TOKEN.try_with(|t| t.set(EXITED));
         let _ = HOT.try_with(|hot| hot.iter().for_each(|e| e.set(EMPTY)));
         let hooks = self.hooks.take();
-        for hook in hooks {
-            if let Some(target) = hook.target.upgrade() {
+        // Phase one: every index of this thread forgets its caches before
+        // any cache is given up (see `ExitFlush`). Each recycler is kept
+        // alive from here to its flush, so that it cannot drop (and run
+        // user code) in between.
+        let targets: Vec<_> = hooks
+            .iter()
+            .map(|hook| {
+                let target = hook.target.upgrade()?;
                 // SAFETY: `hook.local` was registered together with
                 // `hook.target` by `register`, whose caller guarantees it is
                 // a cache of that recycler; the upgraded `Arc` keeps the
                 // recycler, and so the cache, alive during the call.
-                unsafe { target.flush_on_exit(hook.local, token) };
+                unsafe { target.forget_on_exit(hook.local, token) };
+                Some(target)
+            })
+            .collect();
+        // Phase two: each hook flushes its cache and gives it up.
+        for (hook, target) in hooks.iter().zip(targets) {
+            let Some(target) = target else { continue };
+            // SAFETY: as above.
+            unsafe { target.flush_on_exit(hook.local, token) };
+            // The last handle may have been dropped meanwhile: the recycler
+            // then drops here, inside a thread-local destructor. Its drop
+            // never unwinds (`Inner::drop` swallows the panics of the
+            // objects it drops on an exiting thread); stay safe even so.
+            let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(target)));
+            if let Err(payload) = dropped {
+                crate::reclaim::forget_panic(payload);
             }
         }
     }
@@ -255,6 +300,18 @@ pub(crate) fn assign() -> Token {
         return EXITED;
     }
     token
+}
+
+/// Gives the calling thread a token, and so exit hooks, if it has none yet:
+/// for striped mode, which claims no cache, so that a guard released in the
+/// thread's teardown after the hooks have run sees the thread as exiting
+/// (and a panicking `reset` there is swallowed, not aborting the process).
+/// A thread-local read and a compare once the thread has its token.
+#[inline]
+pub(crate) fn enroll() {
+    if current() == UNASSIGNED {
+        assign();
+    }
 }
 
 /// The cache the calling thread registered for the recycler `key`, if any

@@ -6,12 +6,13 @@
 //! to the handoff ([`crate::handoff`]).
 
 use std::mem;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::cache::Local;
 use crate::cpu;
 use crate::home::Home;
 use crate::owner::Resetting;
-use crate::reclaim::bytes_of;
+use crate::reclaim::{self, bytes_of};
 use crate::recyclable::Recyclable;
 use crate::refill::OnUnwind;
 use crate::registry;
@@ -38,7 +39,10 @@ impl<T: Recyclable> Inner<T> {
         let owned = Some(unsafe { home.local() }).filter(|l| l.is_owned_by(registry::current()));
         let mut obj = obj;
         if !was_reset && (self.config.reset_on_return || owned.is_some()) {
-            obj = Resetting::reset(obj, home);
+            let Some(reset) = Self::reset_releasing(obj, home) else {
+                return;
+            };
+            obj = reset;
         }
         if let Some(acct) = &self.idle {
             let mine = self.local_for_current();
@@ -70,7 +74,10 @@ impl<T: Recyclable> Inner<T> {
     fn release_striped(&self, stripes: &Stripes<T>, obj: Box<T>, home: Home<T>, was_reset: bool) {
         let mut obj = obj;
         if !was_reset {
-            obj = Resetting::reset(obj, home);
+            let Some(reset) = Self::reset_releasing(obj, home) else {
+                return;
+            };
+            obj = reset;
         }
         let mut bytes = 0;
         if let Some(acct) = &self.idle {
@@ -91,6 +98,25 @@ impl<T: Recyclable> Inner<T> {
                 acct.forget(bytes);
             }
             drop(full);
+        }
+    }
+
+    /// Resets a released object off the owner path. On a thread whose exit
+    /// hooks have started (its token reads `EXITED`), a panicking `reset`
+    /// is caught and swallowed, since it would escape a thread-local
+    /// destructor and abort the process: the object is counted released
+    /// and dropped, as any failed reset is, and `None` returned. Elsewhere
+    /// the panic reaches the code that dropped the guard.
+    fn reset_releasing(obj: Box<T>, home: Home<T>) -> Option<Box<T>> {
+        if registry::current() != registry::EXITED {
+            return Some(Resetting::reset(obj, home));
+        }
+        match catch_unwind(AssertUnwindSafe(|| Resetting::reset(obj, home))) {
+            Ok(obj) => Some(obj),
+            Err(panic) => {
+                reclaim::forget_panic(panic);
+                None
+            }
         }
     }
 
@@ -140,11 +166,22 @@ impl<T: Recyclable> Inner<T> {
     }
 
     /// Drops a released object instead of pooling it.
+    ///
+    /// An object homed at the discard cache (`ratio`, capacity 0) has no
+    /// home that tells which thread got it, and never crosses to another
+    /// thread: its release counts as local, wherever it happens, as every
+    /// release does in striped mode (whose objects are homed at the orphan
+    /// cache). Otherwise the home tells local from remote.
     pub(crate) fn discard(&self, obj: Box<T>, home: Home<T>) {
-        self.count_release(home, 1);
-        // SAFETY: the recycler outlives the guard that is being released.
-        let local = unsafe { home.local() };
-        self.count_for(Some(local), |c| &c.dropped, 1);
+        if self.is_discard(home) || self.stripes.is_some() {
+            Counters::add_shared(&self.shared.released_local, 1);
+            Counters::add_shared(&self.shared.dropped, 1);
+        } else {
+            self.count_release(home, 1);
+            // SAFETY: the recycler outlives the guard that is being released.
+            let local = unsafe { home.local() };
+            self.count_for(Some(local), |c| &c.dropped, 1);
+        }
         drop(obj);
     }
 }

@@ -254,8 +254,15 @@ impl<T> Inner<T> {
 
 impl<T> Drop for Inner<T> {
     /// Drops every object the recycler holds, even if some of their `Drop`s
-    /// panic: the others are dropped all the same, then the first panic is
-    /// resumed (unless the thread is already panicking).
+    /// panic: the others are dropped all the same, each panic is caught, and
+    /// none is passed on (the panic hook has reported each).
+    ///
+    /// A recycler's last handle can drop where no panic may escape, and
+    /// nothing tells such a place apart: in a thread-local destructor (a
+    /// `Recycler` kept in a `thread_local!`, or the last handle dropped
+    /// while another thread's exit hook holds the recycler), where an escaping
+    /// panic aborts the process, or while the thread unwinds. So the drop of
+    /// a recycler never unwinds.
     fn drop(&mut self) {
         let mut held: Vec<Batch<T>> = Vec::new();
         for local in self.caches.iter().chain([&self.orphan]) {
@@ -275,10 +282,8 @@ impl<T> Drop for Inner<T> {
         }
         held.extend(self.depot.drain());
         held.extend(self.stripes.as_ref().map(Stripes::drain));
-        if let Some(panic) = reclaim::drop_each(held.into_iter().flatten())
-            && !std::thread::panicking()
-        {
-            std::panic::resume_unwind(panic);
+        if let Some(panic) = reclaim::drop_each(held.into_iter().flatten()) {
+            reclaim::forget_panic(panic);
         }
     }
 }

@@ -184,7 +184,10 @@ pub struct RecyclerStats {
     /// Objects made by the factory (by gets that found the pool empty, and
     /// by [`prefill`](crate::Recycler::prefill)).
     pub created: u64,
-    /// Guards released on the thread that got them.
+    /// Guards released on the thread that got them. Also every release in
+    /// striped mode, and every release of an object that `ratio` or
+    /// capacity 0 marked to be dropped (it never travels, and nothing
+    /// records which thread got it).
     pub released_local: u64,
     /// Guards released on another thread, whose objects travel home.
     pub released_remote: u64,

@@ -184,20 +184,42 @@ impl PoolInner {
     }
 }
 
-impl ExitFlush for PoolInner {
-    /// The calling thread exits: it forgets its index in this pool (the
-    /// entry in [`POOL_HOT`]), publishes its idle-memory delta and gives the
-    /// index up.
-    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
-        // SAFETY: the pointer registered by `bind`: this pool's `PoolLocal`
-        // of the calling thread, alive as long as the pool (`&self`).
-        let pl = unsafe { &*local.cast::<PoolLocal>() };
+impl PoolInner {
+    /// Forgets the calling thread's index in this pool: its entry in
+    /// [`POOL_HOT`] and, if the thread owns `pl`, every cell of it.
+    fn forget_index(&self, pl: &PoolLocal, token: Token) {
         let _ = POOL_HOT.try_with(|hot| {
             let slot = &hot[self.id as usize & (POOL_HOT_SLOTS - 1)];
             if slot.get().0 == self.id {
                 slot.set((0, ptr::null()));
             }
         });
+        if pl.is_owned_by(token) {
+            pl.caches.iter().for_each(|c| c.set(ptr::null()));
+        }
+    }
+}
+
+impl ExitFlush for PoolInner {
+    /// Phase one of the thread's exit: before any of its bucket caches is
+    /// given up (their hooks may have registered before this one: a thread
+    /// whose first call was `trim`), the thread's index in this pool is
+    /// dead, so that no code running during the exit (an object's `Drop`,
+    /// run by another recycler's hook, that acquires from this pool) reaches
+    /// a cache through it.
+    unsafe fn forget_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the pointer registered by `bind`: this pool's `PoolLocal`
+        // of the calling thread, alive as long as the pool (`&self`).
+        let pl = unsafe { &*local.cast::<PoolLocal>() };
+        self.forget_index(pl, token);
+    }
+
+    /// Phase two: the calling thread publishes its idle-memory delta and
+    /// gives the index up.
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: as in `forget_on_exit`.
+        let pl = unsafe { &*local.cast::<PoolLocal>() };
+        self.forget_index(pl, token);
         if pl.is_owned_by(token) {
             if let Some(acct) = &self.idle {
                 acct.flush(&pl.delta);
