@@ -46,7 +46,13 @@ impl Wake {
             Self::Task(waker) => {
                 // Unwind safe: the queue's lock is not held, and the waker
                 // is consumed whether it returns or panics.
-                let _ = panic::catch_unwind(AssertUnwindSafe(|| waker.wake()));
+                if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                    // The payload's own `Drop` is user code too: should it
+                    // panic as well, that second payload is leaked.
+                    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+                        std::mem::forget(again);
+                    }
+                }
             }
             Self::Thread(thread) => thread.unpark(),
         }
