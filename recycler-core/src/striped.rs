@@ -382,12 +382,13 @@ impl<T> Stripes<T> {
         all
     }
 
-    /// Room for this many more objects, across stripes (a snapshot).
+    /// Room for this many more objects, across stripes (a snapshot);
+    /// saturates at `usize::MAX` (a stripe's capacity may be `usize::MAX`
+    /// itself: `max_capacity_per_thread(usize::MAX)`).
     pub(crate) fn room(&self) -> usize {
-        self.stripes
-            .iter()
-            .map(|s| self.capacity.saturating_sub(s.len()))
-            .sum()
+        self.stripes.iter().fold(0, |room, s| {
+            room.saturating_add(self.capacity.saturating_sub(s.len()))
+        })
     }
 
     /// Idle objects now, across stripes (a snapshot).
@@ -473,6 +474,14 @@ mod tests {
             // SAFETY: single-threaded test: nothing else touches `items`.
             self.items.with_mut(|items| unsafe { (*items).as_ptr() })
         }
+    }
+
+    #[test]
+    fn room_saturates_for_unbounded_stripes() {
+        let s: Stripes<u32> = Stripes::new(4, usize::MAX);
+        assert_eq!(s.room(), usize::MAX);
+        s.push(0, Box::new(1)).unwrap();
+        assert_eq!(s.room(), usize::MAX, "still more than can be counted");
     }
 
     #[test]

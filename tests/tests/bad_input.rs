@@ -1091,6 +1091,44 @@ fn prefill_extremes() {
     assert_eq!(full.stats().buckets[0].non_pooled, 1);
 }
 
+/// Stripes of unbounded capacity (`usize::MAX` per thread, which `build`
+/// accepts): prefill sums their room without overflowing, and stops at what
+/// it was asked for, or at the memory limit.
+#[test]
+fn prefill_into_stripes_of_unbounded_capacity() {
+    let pool = Recycler::<Vec<u8>>::builder()
+        .striped(2)
+        .max_capacity_per_thread(usize::MAX)
+        .build()
+        .unwrap();
+    assert_eq!(pool.prefill(10), 10);
+    let s = pool.stats();
+    assert_eq!((s.created, s.idle, s.prefilled), (10, 10, 10), "{s}");
+    let mut held = Vec::new();
+    while let Some(v) = pool.try_get() {
+        held.push(v);
+    }
+    assert_eq!(held.len(), 10, "every one reachable");
+
+    let bufs = BufferPool::builder()
+        .striped(2)
+        .max_idle_per_thread(usize::MAX)
+        .memory_limit(64 * 1024)
+        .build()
+        .unwrap();
+    assert_eq!(bufs.prefill(4096, 3), Ok(3));
+    assert_eq!(bufs.prefill(4096, usize::MAX), Ok(13), "up to the limit");
+    let s = bufs.stats();
+    assert_eq!(
+        (s.allocated_memory, s.buckets[0].idle),
+        (64 * 1024, 16),
+        "{s}"
+    );
+    common::assert_buffers_counted(&s);
+    bufs.trim();
+    assert_eq!(bufs.stats().allocated_memory, 0);
+}
+
 #[test]
 fn async_timeout_and_pooled_only_extremes() {
     use std::future::Future;

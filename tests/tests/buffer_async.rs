@@ -609,8 +609,13 @@ fn prefilled_buffers_are_found_by_another_thread() {
     let s = pool.stats();
     let b = s.buckets[1];
     assert_eq!(
-        (b.capacity, b.non_pooled, b.idle, b.acquires),
-        (8192, 20, 20, 0),
+        (b.capacity, b.prefilled, b.idle, b.acquires, b.non_pooled),
+        (8192, 20, 20, 0, 0),
+        "made, but not by an acquire: {s}"
+    );
+    assert!(
+        s.to_string()
+            .contains("idle 20, in use 0, evicted 0, prefilled 20"),
         "{s}"
     );
     assert_eq!((s.allocated_memory, s.idle_memory), (20 * 8192, 20 * 8192));
@@ -625,11 +630,16 @@ fn prefilled_buffers_are_found_by_another_thread() {
     let s = pool.stats();
     let b = s.buckets[1];
     assert_eq!(
-        (b.acquires, b.pooled, b.non_pooled),
-        (1, 1, 20),
+        (b.acquires, b.pooled, b.non_pooled, b.prefilled),
+        (1, 1, 0, 20),
         "a hit: {s}"
     );
     assert_eq!(b.idle, 20, "{s}");
+    // `acquires == pooled + non_pooled` in every entry and in the total.
+    for e in s.buckets.iter().chain([&s.oversize, &s.total()]) {
+        assert_eq!(e.acquires, e.pooled + e.non_pooled, "{s}");
+    }
+    assert_eq!(s.total().prefilled, 20, "{s}");
     check(&s, 0, u64::MAX);
 }
 
@@ -693,4 +703,165 @@ fn prefill_leaves_the_memory_to_waiters() {
     drop(held);
     assert!(poll(&mut wait, &named(0, &log)).is_ready());
     assert_eq!(pool.prefill(4 * KIB, 4).unwrap(), 2, "8 KiB left");
+}
+
+/// A pool that keeps nothing (`max_idle_per_thread(0)`) frees a buffer a
+/// release handed to a waiter when the waiter drops it, as it frees every
+/// other, and as it frees one that grew after: nothing is ever idle, and
+/// the books balance.
+#[test]
+fn a_pool_that_keeps_nothing_keeps_no_handed_buffer() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_per_thread(0)
+            .memory_limit(12 * KIB)
+            .build()
+            .unwrap(),
+    );
+    let log = Arc::new(Mutex::new(Vec::new()));
+    for round in 0..3 {
+        let a = pool.acquire(4 * KIB);
+        let b = pool.acquire(8 * KIB);
+        let mut wait = pool.acquire_async(4 * KIB);
+        assert!(poll(&mut wait, &named(0, &log)).is_pending());
+        drop(a); // handed to the waiter
+        let Poll::Ready(Ok(mut got)) = poll(&mut wait, &named(0, &log)) else {
+            panic!("handed its buffer");
+        };
+        drop(b); // freed
+        if round == 2 {
+            got.extend_from_slice(&[7; 5000]); // grows into the 8 KiB bucket
+        }
+        drop(got);
+        let s = pool.stats();
+        assert_eq!(
+            (s.allocated_memory, s.idle_memory),
+            (0, 0),
+            "round {round}: {s}"
+        );
+        check(&s, 0, 12 * KIB as u64);
+    }
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].pooled, 3, "each handed buffer a hit: {s}");
+}
+
+/// A waker that panics when woken (a broken runtime's).
+struct Panicky;
+
+impl Wake for Panicky {
+    fn wake(self: Arc<Self>) {
+        panic!("waker failure (test)");
+    }
+}
+
+/// A free that grants a waiter whose waker panics returns normally, and
+/// serves the waiters behind it all the same; the waiter keeps its grant.
+/// The same for a release that hands a waiter its buffer.
+#[test]
+fn a_waker_that_panics_neither_reaches_the_freeing_thread_nor_strands_the_next() {
+    let panicky = Waker::from(Arc::new(Panicky));
+    let pool = limited(8 * KIB);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let held = pool.acquire(8 * KIB);
+    let mut first = pool.acquire_async(4 * KIB);
+    let mut second = pool.acquire_async(4 * KIB);
+    assert!(poll(&mut first, &panicky).is_pending());
+    assert!(poll(&mut second, &named(1, &log)).is_pending());
+    let freed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(held)));
+    assert!(freed.is_ok(), "the waker's panic reached the drop");
+    assert_eq!(*log.lock().unwrap(), [1], "the next waiter is served");
+    let Poll::Ready(Ok(b)) = poll(&mut second, &named(1, &log)) else {
+        panic!("granted");
+    };
+    let Poll::Ready(Ok(a)) = poll(&mut first, &named(0, &log)) else {
+        panic!("the first kept its grant");
+    };
+    assert_eq!(pool.stats().allocated_memory, 8 * KIB as u64);
+
+    // A release that hands its buffer to a waiter whose waker panics.
+    let mut third = pool.acquire_async(4 * KIB);
+    assert!(poll(&mut third, &panicky).is_pending());
+    let ptr = a.as_ptr();
+    let released = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(a)));
+    assert!(released.is_ok(), "the waker's panic reached the release");
+    let Poll::Ready(Ok(c)) = poll(&mut third, &named(2, &log)) else {
+        panic!("handed the buffer");
+    };
+    assert_eq!(c.as_ptr(), ptr, "the very buffer");
+    drop((b, c));
+    let s = pool.stats();
+    check(&s, 0, 8 * KIB as u64);
+    assert_eq!(s.buckets[0].in_use, 0, "{s}");
+}
+
+/// A guard dropped while its thread unwinds frees memory for a waiter whose
+/// waker panics: the waker's panic must not escape that drop, where it
+/// would abort the process (a panic while panicking). In a child process,
+/// so that an abort fails this test alone.
+#[test]
+fn a_waker_that_panics_while_the_freeing_thread_unwinds_does_not_abort() {
+    common::in_child_process(
+        "a_waker_that_panics_while_the_freeing_thread_unwinds_does_not_abort",
+        || {
+            let pool = limited(BIG);
+            let held = pool.acquire_owned(BIG); // oversize: freed when dropped
+            let mut wait = pool.acquire_owned_async(4 * KIB);
+            assert!(poll(&mut wait, &Waker::from(Arc::new(Panicky))).is_pending());
+            let unwound = thread::spawn(move || {
+                let _held = held; // dropped as the panic unwinds
+                panic!("user code failure (test)");
+            })
+            .join();
+            assert!(unwound.is_err(), "the thread's own panic, and only it");
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let Poll::Ready(Ok(buf)) = poll(&mut wait, &named(0, &log)) else {
+                panic!("granted");
+            };
+            assert_eq!(buf.capacity(), 4 * KIB);
+        },
+    );
+}
+
+/// A future leaked while it waits (`mem::forget`) costs the pool what is
+/// granted to it, and nothing more: the buffer the next release hands it
+/// is out of reach for good, but releases pool again after that (they are
+/// not all freed for a waiter that never comes back), and a trim frees
+/// everything else.
+#[test]
+fn a_leaked_waiting_future_strands_at_most_its_grant() {
+    let pool = limited(8 * KIB);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let a = pool.acquire(4 * KIB);
+    let b = pool.acquire(4 * KIB);
+    let mut ghost = pool.acquire_async(4 * KIB);
+    assert!(poll(&mut ghost, &named(0, &log)).is_pending());
+    std::mem::forget(ghost);
+    drop(a); // handed to the ghost: stranded
+    assert_eq!(*log.lock().unwrap(), [0]);
+    drop(b); // nobody left to serve: pooled
+    for _ in 0..100 {
+        drop(pool.acquire(4 * KIB));
+    }
+    let s = pool.stats();
+    let bucket = s.buckets[0];
+    assert_eq!((bucket.acquires, bucket.non_pooled), (102, 2), "{s}");
+    assert!(bucket.hit_ratio() > 0.95, "releases pool again: {s}");
+    assert_eq!(s.allocated_memory, 8 * KIB as u64, "{s}");
+    // A waiter behind the ghost is served as if it were not there.
+    let held = pool.acquire(4 * KIB);
+    let mut next = pool.acquire_async(4 * KIB);
+    assert!(poll(&mut next, &named(1, &log)).is_pending());
+    drop(held);
+    let Poll::Ready(Ok(got)) = poll(&mut next, &named(1, &log)) else {
+        panic!("handed the buffer");
+    };
+    drop(got);
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!(
+        (s.allocated_memory, s.buckets[0].idle),
+        (4 * KIB as u64, 1),
+        "only the ghost's buffer is left: {s}"
+    );
+    assert_buffers_counted(&s);
 }

@@ -10,8 +10,10 @@
 //! removed; and every idle buffer is reachable (trimming frees all of it).
 //!
 //! The waiting models race a free against a task that finds no memory and
-//! joins the queue of waiters, and against a waiter that is dropped: no
-//! free is lost, and memory reserved for a dropped waiter goes to the next.
+//! joins the queue of waiters (also behind a waiter granted but not yet
+//! served, which no longer keeps the "someone waits" bit set), and against a
+//! waiter that is dropped: no free is lost, and memory reserved for a
+//! dropped waiter goes to the next.
 
 #![cfg(loom)]
 
@@ -295,6 +297,44 @@ fn a_free_races_a_waiter_joining_the_queue() {
         drop(buf);
         drop(wait);
         audit_limited(&pool, 32);
+    });
+}
+
+/// As above, but behind a waiter that was granted and has not come back for
+/// its grant: the "someone waits" bit was cleared when that grant was made
+/// (it means a waiter not yet granted), so the joining task sets it again
+/// itself, with the queue not empty. The free between "no memory" and "in
+/// the queue" must not be lost either.
+#[test]
+fn a_free_races_a_waiter_joining_behind_a_granted_one() {
+    model(|| {
+        let pool = limited_pool(48);
+        let held = pool.acquire_owned(48); // oversize: the whole limit
+        let (_, waker_a) = counting_waker();
+        let mut a = pool.acquire_owned_async(16);
+        assert!(poll(&mut a, &waker_a).is_pending());
+        drop(held); // grants `a` its 16 bytes; nobody else waits
+        let other = pool.acquire_owned(32); // the rest of the limit
+        let t = spawn(move || drop(other));
+        let (wakes, waker) = counting_waker();
+        let mut b = pool.acquire_owned_async(32);
+        let first = poll(&mut b, &waker);
+        t.join().unwrap();
+        let buf = match first {
+            Poll::Ready(got) => got.unwrap(),
+            Poll::Pending => {
+                assert_eq!(wakes.0.load(SeqCst), 1, "the free woke the waiter");
+                match poll(&mut b, &waker) {
+                    Poll::Ready(got) => got.unwrap(),
+                    Poll::Pending => panic!("woken, so its memory was reserved"),
+                }
+            }
+        };
+        assert_eq!(buf.capacity(), 32);
+        drop(a); // gives its grant up
+        drop(buf);
+        drop(b);
+        audit_limited(&pool, 48);
     });
 }
 

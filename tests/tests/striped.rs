@@ -250,3 +250,60 @@ fn striped_buffer_pool_reaches_buffers_released_anywhere() {
     assert_eq!(s.allocated_memory, 40 * 8192);
     drop(again);
 }
+
+/// A striped pool's prefill fills the stripes, which its acquires take
+/// from (they never look at the bucket's depot): another thread's acquires
+/// are pooled hits, and `trim` frees what is left. Under an idle cap too,
+/// with the count exact.
+#[test]
+fn striped_buffer_pool_prefill_is_found_by_other_threads() {
+    for cap in [None, Some(1 << 20)] {
+        let mut b = BufferPool::builder().striped(2).max_idle_per_thread(8);
+        if let Some(cap) = cap {
+            b = b.max_idle_memory(cap);
+        }
+        let pool = b.build().unwrap();
+        assert_eq!(pool.prefill(5000, 100).unwrap(), 16, "two stripes of 8");
+        let s = pool.stats();
+        assert_eq!(
+            (s.buckets[1].idle, s.allocated_memory),
+            (16, 16 * 8192),
+            "{s}"
+        );
+        let held = thread::scope(|s| {
+            s.spawn(|| {
+                (0..10)
+                    .map(|_| pool.try_acquire_pooled(8192))
+                    .collect::<Vec<_>>()
+            })
+            .join()
+            .unwrap()
+        });
+        assert!(held.iter().all(Option::is_some), "{}", pool.stats());
+        let s = pool.stats();
+        let b = s.buckets[1];
+        assert_eq!(
+            (b.acquires, b.pooled, b.in_use, b.idle),
+            (10, 10, 10, 6),
+            "{s}"
+        );
+        assert_eq!(b.hit_ratio(), 1.0, "{s}");
+        if cap.is_some() {
+            assert_eq!(s.accounted_idle_memory, 6 * 8192, "{s}");
+        }
+        common::assert_buffers_counted(&s);
+        pool.trim();
+        let s = pool.stats();
+        assert_eq!(
+            (s.buckets[1].idle, s.allocated_memory),
+            (0, 10 * 8192),
+            "{s}"
+        );
+        drop(held);
+        pool.trim();
+        let s = pool.stats();
+        assert_eq!(s.allocated_memory, 0, "every buffer reachable: {s}");
+        assert_eq!(s.accounted_idle_memory, 0, "{s}");
+        common::assert_buffers_counted(&s);
+    }
+}

@@ -164,7 +164,9 @@ impl PoolInner {
                     capacity: bucket.capacity,
                     acquires: if counted { t.gets() } else { 0 },
                     pooled: if counted { t.hits } else { 0 },
-                    non_pooled: t.created,
+                    // Prefilled buffers are made, but not by an acquire.
+                    non_pooled: t.created.saturating_sub(t.prefilled),
+                    prefilled: t.prefilled,
                     evicts: t.evicted,
                     removes: t.dropped.saturating_sub(t.evicted).wrapping_add(outgrown),
                     releases: if counted { t.released() } else { 0 },
@@ -188,6 +190,7 @@ impl PoolInner {
                 releases,
                 in_use: acquires.saturating_sub(releases),
                 idle: 0,
+                prefilled: 0,
             },
             idle_memory: if counted { idle_memory } else { accounted },
             allocated_memory: self.ledger.allocated(),

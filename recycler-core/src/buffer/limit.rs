@@ -4,14 +4,15 @@
 //! with reclaim.
 //!
 //! The ledger is written only when memory is allocated or freed (a miss, a
-//! growth, an eviction, a trim) and when the queue of waiters becomes empty
-//! or not: never on a hit or an ordinary release. An ordinary release under
+//! growth, an eviction, a trim) and when the queue of waiters gets its first
+//! waiter not yet granted or loses its last: never on a hit or an ordinary
+//! release. An ordinary release under
 //! a limit reads it once, for the waiting bit.
 //!
 //! # One word: the bytes and the waiting bit
 //!
 //! The bytes allocated and [`WAITING`] (someone waits for memory: the queue
-//! of [`super::wait`] is not empty) share one atomic word. A free is a
+//! of [`super::wait`] holds a waiter not yet granted) share one atomic word. A free is a
 //! `fetch_sub`, which returns the word as it was: if the bit was set, the
 //! freeing thread serves the queue. A waiter sets the bit with a read-modify-
 //! write of the same word before it looks for memory one last time. All of
@@ -41,10 +42,13 @@ const BYTES: u64 = WAITING - 1;
 /// wait for memory.
 pub(crate) struct Ledger {
     /// Bytes allocated (the low 63 bits) and [`WAITING`]: set while the
-    /// queue of waiters is not empty, so that frees serve it and releases
-    /// free their buffers instead of keeping them in their thread's cache,
-    /// where the waiters could not reach them. Only the queue, under its
-    /// lock, sets and clears the bit.
+    /// queue holds a waiter not yet granted, so that frees serve it and
+    /// releases hand over or free their buffers instead of keeping them in
+    /// their thread's cache, where the waiters could not reach them. Only
+    /// the queue, under its lock, sets and clears the bit. (Waiters granted
+    /// but not yet served do not keep it set: their memory is theirs, and
+    /// one that never comes back for it, a leaked future, must not keep
+    /// every release from pooling.)
     state: AtomicU64,
     /// `u64::MAX` for no limit.
     limit: u64,
@@ -121,9 +125,9 @@ impl Ledger {
     }
 
     /// Sets or clears [`WAITING`]; only the queue calls this, under its
-    /// lock, as it becomes non-empty or empty. A read-modify-write, so that
-    /// the waiter that sets it reads every free before it afterwards (see
-    /// the module docs).
+    /// lock, as it gets its first waiter not yet granted or loses its last
+    /// (granted, or gone). A read-modify-write, so that the waiter that sets
+    /// it reads every free before it afterwards (see the module docs).
     pub(crate) fn set_waiting(&self, waiting: bool) {
         if waiting {
             self.state.fetch_or(WAITING, Relaxed);

@@ -88,9 +88,12 @@ impl PoolInner {
         let count = self.config.statistics;
         match &self.idle {
             // SAFETY: the caller checked that this thread owns `local`, a
-            // cache of bucket `idx` (capacity at least 1: with 0, buffers are
-            // homed at the discard cache and fail the ownership compare);
-            // the check runs no code that touches the cache.
+            // cache of bucket `idx` (capacity at least 1: with 0, every
+            // buffer is homed at the bucket's discard cache, which no thread
+            // owns, so the ownership compare fails: fresh ones by
+            // `Inner::made`, handed ones by `take_handed`, and a grown
+            // buffer is never adopted but freed, by `release_slow`); the
+            // check runs no code that touches the cache.
             None => unsafe { Inner::push_local(local, buf, count, |_| true) },
             Some(acct) => {
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;

@@ -345,16 +345,20 @@ impl BufferPool {
 
     /// Makes up to `count` buffers for the bucket that serves `capacity`
     /// and puts them where every thread finds them: the bucket's shared
-    /// depot. Returns how many it added.
+    /// depot, or in [striped](super::BufferPoolBuilder::striped) mode its
+    /// stripes. Returns how many it added.
     ///
     /// For warming a pool at start-up on one thread, before worker threads
     /// (a tokio runtime's, a thread pool's) acquire: a thread's first
     /// acquire from the bucket finds a batch in the depot, a pooled buffer
     /// (counted in [`BucketStats::pooled`](super::BucketStats::pooled)),
-    /// not a new allocation.
+    /// not a new allocation. The buffers made are counted in
+    /// [`BucketStats::prefilled`](super::BucketStats::prefilled), not as
+    /// acquires.
     ///
     /// It never goes past a limit, and never frees other buffers to make
     /// room: it stops short when the depot is full (it holds four times
+    /// `max_idle_per_thread`; in striped mode, when every stripe holds
     /// `max_idle_per_thread`), when the next buffer would take idle memory
     /// over `max_idle_memory` or all memory over `memory_limit`, or while
     /// anyone waits for memory (that memory is theirs). A capacity above
@@ -384,7 +388,8 @@ impl BufferPool {
     ///     s.spawn(|| drop(pool.acquire(4096))); // another thread finds one
     /// });
     /// let b = pool.stats().buckets[0];
-    /// assert_eq!((b.non_pooled, b.pooled, b.idle), (32, 1, 32));
+    /// assert_eq!((b.prefilled, b.acquires, b.pooled, b.non_pooled), (32, 1, 1, 0));
+    /// assert_eq!(b.idle, 32);
     ///
     /// let tight = BufferPool::builder().memory_limit(8192).build()?;
     /// assert_eq!(tight.prefill(8192, 2)?, 1); // the limit allows one

@@ -1,13 +1,15 @@
-//! Prefill: buffers made ahead of need into a bucket's depot, where every
-//! thread finds them, within the memory limit and the idle-memory cap.
+//! Prefill: buffers made ahead of need into the storage of a bucket that
+//! every thread takes from (its depot, or in striped mode its stripes),
+//! within the memory limit and the idle-memory cap.
 //!
 //! The core's `prefill` calls a recycler's factory; a pool allocates its
 //! buffers itself, on its ledger, so it has its own: reserve on the ledger
 //! (never past the limit, never reclaiming), count the bytes idle in the
 //! calling thread's delta (never past the cap as that thread sees it, the
 //! check a release makes, but never evicting), allocate, and store a batch
-//! at a time in the depot, counted as made and prefilled on the bucket's
-//! shared counters.
+//! at a time where acquires take from: the depot, or the stripes in striped
+//! mode (whose acquires never look at the depot), as the core's `prefill`
+//! does. Counted as made and prefilled on the bucket's shared counters.
 
 use super::inner::PoolInner;
 use crate::error::AcquireError;
@@ -15,8 +17,8 @@ use crate::stats::Counters;
 
 /// Why a prefill stopped short.
 enum Stop {
-    /// The depot is full, the idle cap has no room, or others wait for
-    /// memory.
+    /// The depot (or the stripes) is full, the idle cap has no room, or
+    /// others wait for memory.
     Full,
     /// The memory limit has no room, or the allocator failed.
     Failed(AcquireError),
@@ -34,7 +36,11 @@ impl PoolInner {
         let mut added = 0;
         let mut stop = None;
         while added < count && stop.is_none() {
-            let room = inner.depot.room().min(count - added);
+            let room = match &inner.stripes {
+                Some(stripes) => stripes.room(),
+                None => inner.depot.room(),
+            };
+            let room = room.min(count - added);
             if room == 0 {
                 break;
             }
@@ -53,7 +59,14 @@ impl PoolInner {
             Counters::add_shared(&inner.shared.created, made as u64);
             Counters::add_shared(&inner.shared.prefilled, made as u64);
             // Filled meanwhile by others: the rest are dropped, counted.
-            let rejected = inner.depot.put(batch).map_or(0, |rejected| {
+            let rejected = match &inner.stripes {
+                Some(stripes) => {
+                    stripes.fill(&mut batch);
+                    Some(batch).filter(|rest| !rest.is_empty())
+                }
+                None => inner.depot.put(batch),
+            };
+            let rejected = rejected.map_or(0, |rejected| {
                 let n = rejected.len();
                 inner.drop_idle(rejected, None);
                 n

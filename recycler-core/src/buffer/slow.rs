@@ -141,10 +141,22 @@ impl PoolInner {
     /// [`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)),
     /// reset and counted as a pooled acquire by the calling thread, the
     /// waiter's.
+    ///
+    /// Homed at the calling thread's cache, as `Inner::handed` homes it;
+    /// but a pool that keeps nothing (`max_idle_per_thread(0)`: caches of
+    /// capacity 0) homes it at the bucket's discard cache, as `Inner::made`
+    /// homes every fresh buffer there: a capacity-0 cache never holds a
+    /// buffer, which the owner path's push relies on (see
+    /// [`Inner::push_local`](crate::shared::Inner::push_local)), and the
+    /// buffer is freed when released.
     pub(crate) fn take_handed(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
         Buf::reset(&mut buf);
         self.count_in_thread_delta(idx);
-        let (buf, home) = self.buckets[idx].recycler.inner().handed(buf);
+        let inner = self.buckets[idx].recycler.inner();
+        let (buf, mut home) = inner.handed(buf);
+        if !inner.config.pooling() {
+            home = inner.home(None, true);
+        }
         (buf, home, idx as u32)
     }
 
@@ -178,7 +190,11 @@ impl PoolInner {
             // A waiter for this bucket reuses the buffer itself; else it is
             // freed for the waiters.
             let buf = if buf.capacity() == bucket.capacity {
-                match self.ledger.waiters.hand_over(bucket.capacity as u64, buf) {
+                match self
+                    .ledger
+                    .waiters
+                    .hand_over(&self.ledger, bucket.capacity as u64, buf)
+                {
                     Ok(()) => {
                         inner.count_release(home, 1);
                         None
@@ -194,7 +210,9 @@ impl PoolInner {
             self.reclaim_for_waiters();
             return;
         }
-        if inner.is_discard(home) {
+        // A pool that keeps nothing frees every buffer it gets back, grown
+        // ones included (adopted, they would go into a cache of capacity 0).
+        if inner.is_discard(home) || !inner.config.pooling() {
             inner.discard(buf, home);
             return;
         }

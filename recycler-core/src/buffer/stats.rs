@@ -14,7 +14,9 @@ use std::fmt;
 ///
 /// Once threads are quiet, these hold exactly:
 ///
-/// - In every entry, `acquires == pooled + non_pooled`.
+/// - In every entry, `acquires == pooled + non_pooled` (buffers made by
+///   [`prefill`](super::BufferPool::prefill) are no acquires: they are
+///   counted in `prefilled`, and their acquires in `pooled`).
 /// - In every entry, `acquires + grown_in == releases + in_use + grown_out`,
 ///   where `grown_in` counts the buffers that grew into this bucket's
 ///   capacity and were released into it, and `grown_out` the buffers
@@ -33,9 +35,9 @@ use std::fmt;
 ///   bucket they came from and never as a release. With no such buffer,
 ///   `acquires == releases + in_use`.
 /// - Every buffer allocated is accounted for, over the whole pool:
-///   `non_pooled == in_use + idle + evicts + removes` (in one bucket only
-///   if no buffer grew into or out of it: a grown buffer is allocated in
-///   one bucket and idle in another).
+///   `non_pooled + prefilled == in_use + idle + evicts + removes` (in one
+///   bucket only if no buffer grew into or out of it: a grown buffer is
+///   allocated in one bucket and idle in another).
 ///
 /// # Examples
 ///
@@ -57,13 +59,20 @@ pub struct BucketStats {
     /// oversize entry (any size above `max_capacity`), 0 for the
     /// [`total`](BufferPoolStats::total).
     pub capacity: usize,
-    /// Buffers handed out from this bucket.
+    /// Buffers handed out from this bucket: `acquires == pooled +
+    /// non_pooled`.
     pub acquires: u64,
-    /// Acquires served by an idle buffer (hits).
+    /// Acquires served by an idle buffer (hits), prefilled ones included.
     pub pooled: u64,
-    /// Acquires that allocated a new buffer (misses): `acquires == pooled +
-    /// non_pooled`. Every oversize acquire is non-pooled.
+    /// Acquires that allocated a new buffer (misses). Every oversize acquire
+    /// is non-pooled. Buffers [`prefill`](super::BufferPool::prefill) made
+    /// are not acquires, and are counted in [`prefilled`](Self::prefilled)
+    /// instead.
     pub non_pooled: u64,
+    /// Buffers [`prefill`](super::BufferPool::prefill) allocated for this
+    /// bucket, idle until acquired (the acquire is then `pooled`); 0 for the
+    /// oversize entry. With `non_pooled`, every buffer the bucket allocated.
+    pub prefilled: u64,
     /// Idle buffers freed to keep idle memory under `max_idle_memory`,
     /// evicted to make room for a release into another bucket (or for an
     /// acquire at the `memory_limit`).
@@ -103,7 +112,11 @@ impl BucketStats {
 
     /// Whether nothing ever happened here.
     fn is_empty(&self) -> bool {
-        self.acquires == 0 && self.releases == 0 && self.idle == 0 && self.in_use == 0
+        self.acquires == 0
+            && self.releases == 0
+            && self.idle == 0
+            && self.in_use == 0
+            && self.prefilled == 0
     }
 
     /// Adds `other`'s counts to these (saturating); the capacity is kept.
@@ -111,6 +124,7 @@ impl BucketStats {
         self.acquires = self.acquires.saturating_add(other.acquires);
         self.pooled = self.pooled.saturating_add(other.pooled);
         self.non_pooled = self.non_pooled.saturating_add(other.non_pooled);
+        self.prefilled = self.prefilled.saturating_add(other.prefilled);
         self.evicts = self.evicts.saturating_add(other.evicts);
         self.removes = self.removes.saturating_add(other.removes);
         self.releases = self.releases.saturating_add(other.releases);
@@ -120,9 +134,10 @@ impl BucketStats {
 
     /// The counts, in the words of [`RecyclerStats`](crate::RecyclerStats)'s
     /// dump where the concepts are the same: hits (`pooled`), created
-    /// (`non_pooled`), released, idle, in use, evicted; and acquires, as the
-    /// operation is called here, and removed, which unlike a recycler's
-    /// `dropped` leaves evictions out.
+    /// (`non_pooled`, made by an acquire), released, idle, in use, evicted,
+    /// and prefilled when not 0; and acquires, as the operation is called
+    /// here, and removed, which unlike a recycler's `dropped` leaves
+    /// evictions out.
     fn write_counts(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -137,7 +152,11 @@ impl BucketStats {
             self.idle,
             self.in_use,
             self.evicts,
-        )
+        )?;
+        if self.prefilled != 0 {
+            write!(f, ", prefilled {}", self.prefilled)?;
+        }
+        Ok(())
     }
 }
 
@@ -284,10 +303,12 @@ impl fmt::Display for BucketStats {
     /// One line: the capacity (`oversize` for the oversize entry, `total` for
     /// the total), acquires with hits and the hit ratio, then the rest, in
     /// the words and with the precision of
-    /// [`RecyclerStats`](crate::RecyclerStats)'s dump:
+    /// [`RecyclerStats`](crate::RecyclerStats)'s dump (`created` is
+    /// `non_pooled`; `prefilled` is shown when not 0):
     ///
     /// ```text
     ///     4 KiB: acquires 1000 (hits 999, 99.9%), created 1, released 1000, removed 0, idle 1, in use 0, evicted 0
+    ///     8 KiB: acquires 10 (hits 10, 100.0%), created 0, released 10, removed 0, idle 32, in use 0, evicted 0, prefilled 32
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let label = match self.capacity {
@@ -414,6 +435,7 @@ mod tests {
             releases: 6 * n,
             in_use: 7 * n,
             idle: 8 * n,
+            prefilled: 9 * n,
         };
         let stats = BufferPoolStats {
             buckets: vec![count(1), count(10)],
@@ -448,6 +470,7 @@ mod tests {
                 .starts_with(" oversize: acquires 100"),
             "{text}"
         );
+        assert!(last.ends_with("evicted 444, prefilled 999"), "{text}");
         // Saturates rather than wraps.
         let full = BucketStats {
             idle: u64::MAX,

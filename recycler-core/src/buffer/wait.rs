@@ -30,25 +30,43 @@
 //! a try only while nobody waits; once someone does, a new wait joins the
 //! queue behind them at once.
 //!
+//! "Someone waits" is the ledger's waiting bit: a waiter *not yet granted*
+//! is in the queue. Waiters granted but not yet back for their grant do not
+//! count: the memory they wait for is reserved for them (or is the buffer
+//! handed to them), so releases may pool again and new requests try first.
+//! A wait that never comes back (a future leaked with `mem::forget` while
+//! in the queue) so costs the pool its grant, once it is granted, and
+//! nothing more, as a leaked guard costs its buffer: its entry stays in the
+//! queue, granted, holding the bytes or the buffer.
+//!
 //! # No lost wake-up
 //!
 //! A wait whose first try found no memory (1) joins the queue, setting the
 //! waiting bit with a read-modify-write of the ledger's word if the queue
 //! was empty, both under the queue's lock; (2) frees the idle buffers it can
 //! reach; (3) serves the queue itself; (4) looks whether it was granted.
-//! Call `S` the write that set the bit for this wait: its own in (1), or,
-//! if the queue was not empty, that of the wait that made it non-empty,
-//! under a lock taken before (1)'s; the bit stays set from `S` on while
-//! this wait is in the queue. Take a free `F` around (1). Its `fetch_sub`
-//! and `S` are read-modify-writes of one word, so they are ordered in the
-//! word's modification order, and each reads the value just before it.
+//! Call `S` the write that set the bit for this wait: its own in (1) if no
+//! waiter in the queue was still to be granted, or else the last such
+//! write before, by a wait that then found none, under a lock taken before
+//! (1)'s. The
+//! queue sets the bit as the count of waiters not yet granted leaves 0 and
+//! clears it as the count returns to 0, both under its lock; the count is
+//! not 0 from `S` until this wait is granted or leaves, so the bit stays set
+//! from `S` on while this wait is not yet granted. Take a free `F` around
+//! (1). Its `fetch_sub` and `S` are read-modify-writes of one word, so they
+//! are ordered in the word's modification order, and each reads the value
+//! just before it.
 //!
 //! - `F` before `S`: `S` happens before (3) reads the word (program order,
 //!   or through the lock), so by coherence (3) reads it as of `S` or later,
 //!   which counts `F`'s bytes freed: (3) sees them, with this wait queued.
-//! - `F` after `S`: `F` reads the bit and serves the queue, taking the lock.
-//!   If its lock comes after (1)'s, it sees this wait; if before, `F`
-//!   happens before (1), hence before (3), which then sees `F`'s bytes.
+//! - `F` after `S`, and before the clear that follows this wait's grant (or
+//!   its leaving) in the word's order: `F` reads the bit and serves the
+//!   queue, taking the lock. If its lock comes after (1)'s, it sees this
+//!   wait; if before, `F` happens before (1), hence before (3), which then
+//!   sees `F`'s bytes.
+//! - `F` after that clear: this wait was granted (or left) before it, under
+//!   the lock: nothing is lost for it.
 //!
 //! So some serve sees every free together with this wait, and serving
 //! grants in order while the first waiter not yet served fits; a waiter
@@ -79,6 +97,14 @@
 //! runs just as the first waiter joins may not see the bit yet and keep its
 //! buffer in its thread's cache, where that thread's next acquire uses it,
 //! or its next release while anyone waits frees it.
+//!
+//! Waking runs the waiter's waker on the thread that freed or released,
+//! outside the queue's lock. A waker that panics is caught there and its
+//! panic dropped (the panic hook has reported it): the rest of the queue is
+//! served all the same, and the thread that freed, unrelated to the waiter,
+//! never sees the panic (it may be dropping a buffer while it unwinds, or
+//! in its thread-local teardown, where a panic aborts). The waiter keeps its
+//! grant, for its next poll or its drop.
 
 use std::future::Future;
 use std::pin::Pin;

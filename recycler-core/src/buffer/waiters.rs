@@ -3,8 +3,24 @@
 //! each, and what each was granted (bytes reserved for it, or a released
 //! buffer handed over whole). [`super::wait`] describes the grants, the
 //! hand-overs and why no wake-up is lost; the waits themselves live there.
+//!
+//! The ledger's waiting bit says that a waiter *not yet granted* is in the
+//! queue: set as one joins with none such ahead of it, cleared as the last
+//! such is granted or leaves. Granted waiters that have not yet taken their
+//! grant do not keep it set: what they wait for is theirs already, and a
+//! wait that never comes back for its grant (a future leaked with
+//! `mem::forget`) keeps that grant, and nothing else, from the pool.
+//!
+//! Waking a waiter runs user code (a task's waker) on the thread that freed
+//! the memory, which is unrelated to the waiter. A waker that panics there
+//! is caught: the panic hook has reported it, and the panic is not resumed,
+//! so it neither stops the rest of the queue from being served nor reaches
+//! the thread that freed (which may be dropping a buffer while it unwinds,
+//! or in its thread-local teardown, where a panic aborts). The waiter keeps
+//! its grant; its task is not woken by this free.
 
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
 use std::thread::Thread;
 
@@ -21,9 +37,23 @@ pub(crate) enum Wake {
 }
 
 impl Wake {
+    /// Wakes the waiter. A waker that panics is caught here, and its panic
+    /// dropped (the panic hook has reported it): it must not reach the
+    /// thread that freed the memory, nor stop it serving the next waiter
+    /// (see the module docs).
     fn wake(self) {
         match self {
-            Self::Task(waker) => waker.wake(),
+            Self::Task(waker) => {
+                // Unwind safe: the queue's lock is not held, and the waker
+                // is consumed whether it returns or panics.
+                if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                    // The payload's own `Drop` is user code too: should it
+                    // panic as well, that second payload is leaked.
+                    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+                        std::mem::forget(again);
+                    }
+                }
+            }
             Self::Thread(thread) => thread.unpark(),
         }
     }
@@ -50,6 +80,9 @@ struct Queue {
     next_id: u64,
     /// The bytes of the waiters not yet granted.
     wanted: u64,
+    /// The waiters not yet granted: the ledger's waiting bit is set while
+    /// this is not 0.
+    ungranted: usize,
 }
 
 impl Queue {
@@ -57,15 +90,42 @@ impl Queue {
         self.entries.binary_search_by_key(&id, |e| e.id).ok()
     }
 
-    /// Takes entry `i` out, clearing the waiting bit if it was the last. The
-    /// caller drops the entry (its waker) after unlocking.
+    /// Marks entry `i`, not yet granted, granted (with the buffer `handed`
+    /// to it, if any); clears the waiting bit if it was the last waiter not
+    /// yet granted. Returns how to wake it.
+    fn grant(&mut self, i: usize, ledger: &Ledger, handed: Option<Box<Buf>>) -> Option<Wake> {
+        let entry = &mut self.entries[i];
+        debug_assert!(!entry.granted);
+        entry.granted = true;
+        entry.handed = handed;
+        let (bytes, wake) = (entry.bytes, entry.wake.take());
+        self.wanted -= bytes;
+        self.ungranted -= 1;
+        if self.ungranted == 0 {
+            ledger.set_waiting(false);
+        }
+        wake
+    }
+
+    /// The first waiter not yet granted, if any.
+    fn first_ungranted(&self) -> Option<usize> {
+        if self.ungranted == 0 {
+            return None;
+        }
+        self.entries.iter().position(|e| !e.granted)
+    }
+
+    /// Takes entry `i` out, clearing the waiting bit if it was the last
+    /// waiter not yet granted. The caller drops the entry (its waker) after
+    /// unlocking.
     fn remove(&mut self, i: usize, ledger: &Ledger) -> Option<Entry> {
         let entry = self.entries.remove(i);
         if let Some(e) = entry.as_ref().filter(|e| !e.granted) {
             self.wanted -= e.bytes;
-        }
-        if self.entries.is_empty() {
-            ledger.set_waiting(false);
+            self.ungranted -= 1;
+            if self.ungranted == 0 {
+                ledger.set_waiting(false);
+            }
         }
         entry
     }
@@ -99,6 +159,7 @@ impl WaitQueue {
                 entries: VecDeque::new(),
                 next_id: 0,
                 wanted: 0,
+                ungranted: 0,
             }),
         }
     }
@@ -111,16 +172,18 @@ impl WaitQueue {
     }
 
     /// Joins the queue, at its end, for `bytes`, woken by `wake`; sets the
-    /// ledger's waiting bit if the queue was empty. Returns the waiter's id
-    /// and the bytes the waiters not yet granted want, up to and including
-    /// this one. The caller then serves the queue (see the module docs).
+    /// ledger's waiting bit if no waiter in it was still to be granted.
+    /// Returns the waiter's id and the bytes the waiters not yet granted
+    /// want, up to and including this one. The caller then serves the queue
+    /// (see [`super::wait`]).
     pub(crate) fn join(&self, ledger: &Ledger, bytes: u64, wake: Wake) -> (u64, u64) {
         let mut q = self.lock();
         let id = q.next_id;
         q.next_id += 1;
-        if q.entries.is_empty() {
+        if q.ungranted == 0 {
             ledger.set_waiting(true);
         }
+        q.ungranted += 1;
         q.entries.push_back(Entry {
             id,
             bytes,
@@ -140,23 +203,21 @@ impl WaitQueue {
     }
 
     /// Grants the waiters their bytes, in order, while the first one not yet
-    /// granted fits under the limit, and wakes each one granted.
+    /// granted fits under the limit, and wakes each one granted (a waker
+    /// that panics is caught: see the module docs).
     #[cold]
     #[inline(never)]
     pub(crate) fn serve(&self, ledger: &Ledger) {
         loop {
             let wake = {
                 let mut q = self.lock();
-                let Some(first) = q.entries.iter_mut().find(|e| !e.granted) else {
+                let Some(i) = q.first_ungranted() else {
                     return;
                 };
-                if ledger.reserve(first.bytes).is_err() {
+                if ledger.reserve(q.entries[i].bytes).is_err() {
                     return;
                 }
-                first.granted = true;
-                let (bytes, wake) = (first.bytes, first.wake.take());
-                q.wanted -= bytes;
-                wake
+                q.grant(i, ledger, None)
             };
             // Outside the lock: a waker is user code.
             if let Some(wake) = wake {
@@ -174,20 +235,22 @@ impl WaitQueue {
     /// The waiter then reuses the buffer instead of allocating one on
     /// memory freed for it: under contention at the limit, releases keep
     /// the hit ratio rather than turn every acquire into an allocation.
-    pub(crate) fn hand_over(&self, bytes: u64, buf: Box<Buf>) -> Result<(), Box<Buf>> {
+    /// A waker that panics is caught, as in [`serve`](Self::serve).
+    pub(crate) fn hand_over(
+        &self,
+        ledger: &Ledger,
+        bytes: u64,
+        buf: Box<Buf>,
+    ) -> Result<(), Box<Buf>> {
         let wake = {
             let mut q = self.lock();
-            let Some(first) = q.entries.iter_mut().find(|e| !e.granted) else {
+            let Some(i) = q.first_ungranted() else {
                 return Err(buf);
             };
-            if first.bytes != bytes {
+            if q.entries[i].bytes != bytes {
                 return Err(buf);
             }
-            first.granted = true;
-            first.handed = Some(buf);
-            let wake = first.wake.take();
-            q.wanted -= bytes;
-            wake
+            q.grant(i, ledger, Some(buf))
         };
         // Outside the lock: a waker is user code.
         if let Some(wake) = wake {
@@ -300,16 +363,83 @@ mod tests {
         ledger.free(40); // 40: the second (30) and the third (10)
         assert_eq!((b.0.load(SeqCst), c.0.load(SeqCst)), (1, 1));
         assert_eq!(ledger.allocated(), 100);
+        assert!(
+            !ledger.under_pressure(),
+            "all granted: two in the queue, none to serve"
+        );
         assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
-        assert!(ledger.under_pressure(), "two still in the queue");
         assert!(
             matches!(q.leave(&ledger, 0), Some((60, None))),
             "granted, not yet taken"
         );
         assert!(matches!(q.leave(&ledger, 2), Some((10, None))));
         assert_eq!(q.len(), 0);
-        assert!(!ledger.under_pressure(), "the last one out clears the bit");
+        assert!(!ledger.under_pressure());
         assert!(matches!(q.poll(&ledger, 2, None), Polled::Missing));
+    }
+
+    /// The bit says "a waiter not yet granted": a granted waiter that never
+    /// comes back for its grant (a leaked future) does not keep it set; a
+    /// new waiter behind it sets it again, and its leaving clears it.
+    #[test]
+    fn the_bit_follows_the_waiters_not_yet_granted() {
+        let ledger = Ledger::new(Some(100));
+        ledger.reserve(100).unwrap();
+        let q = &ledger.waiters;
+        let (_, wa) = waker();
+        let (_, wb) = waker();
+        let (c, wc) = waker();
+        q.join(&ledger, 60, Wake::Task(wa)); // never polled again: a ghost
+        assert!(ledger.under_pressure());
+        ledger.free(60);
+        assert!(!ledger.under_pressure(), "granted: nobody left to serve");
+        assert_eq!(q.len(), 1, "the ghost keeps its grant, and no more");
+        assert_eq!(q.join(&ledger, 50, Wake::Task(wb)), (1, 50));
+        assert!(ledger.under_pressure(), "joined with none ungranted ahead");
+        assert!(q.leave(&ledger, 1).is_none());
+        assert!(!ledger.under_pressure(), "the last ungranted one left");
+        q.join(&ledger, 40, Wake::Task(wc));
+        assert!(ledger.under_pressure());
+        ledger.free(40);
+        assert_eq!(c.0.load(SeqCst), 1);
+        assert!(!ledger.under_pressure());
+        assert_eq!(
+            ledger.allocated(),
+            100,
+            "60 for the ghost, 40 for the third"
+        );
+    }
+
+    /// Panics when woken.
+    struct Panicky;
+
+    impl std::task::Wake for Panicky {
+        fn wake(self: std::sync::Arc<Self>) {
+            panic!("waker failure (test)");
+        }
+    }
+
+    /// A waker that panics is caught where it is woken: the free that woke
+    /// it returns normally, the waiters behind are served all the same, and
+    /// the waiter keeps its grant.
+    #[test]
+    fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
+        let ledger = Ledger::new(Some(100));
+        ledger.reserve(100).unwrap();
+        let q = &ledger.waiters;
+        let (b, wb) = waker();
+        q.join(
+            &ledger,
+            30,
+            Wake::Task(Waker::from(std::sync::Arc::new(Panicky))),
+        );
+        q.join(&ledger, 30, Wake::Task(wb));
+        ledger.free(60); // grants both; the first waker panics
+        assert_eq!(b.0.load(SeqCst), 1, "the second is served all the same");
+        assert!(!ledger.under_pressure());
+        assert!(matches!(q.poll(&ledger, 0, None), Polled::Granted(None)));
+        assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
+        assert_eq!(ledger.allocated(), 100);
     }
 
     #[test]

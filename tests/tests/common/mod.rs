@@ -152,9 +152,15 @@ pub(crate) fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
 }
 
 /// Checks a buffer pool's books: every buffer it made (every acquire that
-/// allocated, oversize ones included) is in use, idle, evicted or removed.
+/// allocated, oversize ones included, and every buffer prefilled) is in use,
+/// idle, evicted or removed.
 pub(crate) fn assert_buffers_counted(s: &BufferPoolStats) {
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum::<u64>() + s.oversize.non_pooled;
+    let made: u64 = s
+        .buckets
+        .iter()
+        .map(|b| b.non_pooled + b.prefilled)
+        .sum::<u64>()
+        + s.oversize.non_pooled;
     let gone: u64 = s
         .buckets
         .iter()

@@ -126,6 +126,22 @@ impl BufferPool {
     /// it had not yet been polled, the memory goes to the next waiter, which
     /// is woken: no waiter is left asleep with memory free for it.
     ///
+    /// A future leaked while it waits (`mem::forget`) stays in the queue
+    /// until memory is granted to it, then keeps that grant (the bytes
+    /// reserved for it, or the buffer a release handed it) for the pool's
+    /// life, as a leaked buffer does, and nothing more: releases pool again
+    /// once no other waiter waits to be granted.
+    ///
+    /// # A waker that panics
+    ///
+    /// The task is woken on the thread whose free or release made room for
+    /// it. If its waker panics there, the panic is caught and dropped (the
+    /// panic hook has already reported it): it does not reach that thread,
+    /// whose drop or release returns normally (even while it unwinds, or in
+    /// its thread-local teardown), and the waiters behind are served all
+    /// the same. The task keeps the memory reserved for it, which its next
+    /// poll takes (or its drop passes on); this free does not wake it again.
+    ///
     /// # Examples
     ///
     /// With a minimal executor (use your runtime's: `.await` in a task):
@@ -191,7 +207,8 @@ impl BufferPool {
     ///
     /// As [`acquire_async`](Self::acquire_async): dropped before it
     /// completes, the future leaves the queue having reserved nothing, and
-    /// memory reserved for it goes to the next waiter.
+    /// memory reserved for it goes to the next waiter. A waker that panics
+    /// is caught where it is woken, as for `acquire_async`.
     ///
     /// # Examples
     ///
