@@ -426,10 +426,8 @@ fn dropping_the_recycler_drops_every_object_even_if_a_drop_panics() {
 /// even on the thread that got it. It counts as local now, in both modes.
 #[test]
 fn discarded_releases_count_as_local() {
-    let setups: [(
-        &str,
-        fn(RecyclerBuilder<Counted>) -> RecyclerBuilder<Counted>,
-    ); 4] = [
+    type Setup = fn(RecyclerBuilder<Counted>) -> RecyclerBuilder<Counted>;
+    let setups: [(&str, Setup); 4] = [
         ("capacity 0", |b| b.max_capacity_per_thread(0)),
         ("ratio", |b| b.ratio(1000)),
         ("striped, capacity 0", |b| {

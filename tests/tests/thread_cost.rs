@@ -1,0 +1,103 @@
+//! What a thread that touched a recycler costs: 1,000 threads each do one
+//! get and one release and stay alive, and a counting global allocator
+//! reports the heap bytes they hold beyond what 1,000 bare threads hold
+//! (thread stacks are mapped, not allocated, and are the same either way).
+
+#![cfg(not(feature = "track"))]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicI64, Ordering::SeqCst};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use recycler_core::Recycler;
+use recycler_core::buffer::BufferPool;
+
+/// The system allocator, counting the bytes live on the heap.
+struct Counting;
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; counting
+// touches only a static atomic.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as i64, SeqCst);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as i64, SeqCst);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as i64 - layout.size() as i64, SeqCst);
+        // SAFETY: the caller's contract, passed on.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const THREADS: usize = 1000;
+
+/// The heap bytes `THREADS` live threads hold once each has run `work`
+/// (the threads wait, alive, while the bytes are read).
+fn held_by_threads(work: impl Fn() + Send + Sync + 'static) -> i64 {
+    let work = Arc::new(work);
+    let done = Arc::new(Barrier::new(THREADS + 1));
+    let exit = Arc::new(Barrier::new(THREADS + 1));
+    let before = LIVE.load(SeqCst);
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (work, done, exit) = (Arc::clone(&work), Arc::clone(&done), Arc::clone(&exit));
+            thread::Builder::new()
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    work();
+                    done.wait();
+                    exit.wait();
+                })
+                .unwrap()
+        })
+        .collect();
+    done.wait();
+    let held = LIVE.load(SeqCst) - before;
+    exit.wait();
+    for t in threads {
+        t.join().unwrap();
+    }
+    held
+}
+
+/// Bytes per thread that touching a pool costs, beyond a bare thread.
+fn cost_per_thread(work: impl Fn() + Send + Sync + 'static) -> i64 {
+    let bare = held_by_threads(|| {});
+    let used = held_by_threads(work);
+    (used - bare) / THREADS as i64
+}
+
+#[test]
+fn a_thread_that_got_and_released_one_object_costs_at_most_2_kib() {
+    let pool: Arc<Recycler<[u64; 8]>> = Arc::new(Recycler::new());
+    let p = Arc::clone(&pool);
+    let cost = cost_per_thread(move || drop(p.get()));
+    println!("recycler: {cost} bytes per thread");
+    assert!(cost <= 2048, "{cost} bytes per thread");
+}
+
+#[test]
+fn a_thread_that_acquired_and_released_one_buffer() {
+    let pool = Arc::new(BufferPool::new());
+    let p = Arc::clone(&pool);
+    let cost = cost_per_thread(move || drop(p.acquire(1000)));
+    // Not counting the buffer itself (4 KiB, pooled in the thread's cache).
+    println!(
+        "buffer pool: {} bytes per thread beyond its buffer",
+        cost - 4096
+    );
+}
