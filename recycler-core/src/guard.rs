@@ -467,6 +467,8 @@ box_like!(
     "pool.get_owned()"
 );
 
+mod forward;
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -517,4 +519,90 @@ mod tests {
     assert_not_impl_any!(OwnedPooled<Vec<f64>>: Eq, Ord, Hash);
     // `Local` has no comparisons: neither have its guards.
     assert_not_impl_any!(Pooled<'static, Local>: PartialEq, PartialOrd, fmt::Display);
+
+    // As `Box<T>`: the io and iterator traits of `T`, and `Future` for an
+    // `Unpin` one; none where `T` has none (`Box<String>` is no writer).
+    use std::collections::VecDeque;
+    use std::future::Future;
+    use std::io;
+    use std::iter::FusedIterator;
+    use std::panic::{RefUnwindSafe, UnwindSafe};
+    assert_impl_all!(Pooled<'static, Vec<u8>>: io::Write);
+    assert_impl_all!(OwnedPooled<Vec<u8>>: io::Write);
+    assert_impl_all!(Pooled<'static, VecDeque<u8>>: io::Read, io::BufRead, io::Write);
+    assert_impl_all!(OwnedPooled<VecDeque<u8>>: io::Read, io::BufRead, io::Write);
+    assert_not_impl_any!(Box<String>: io::Write, io::Read, Iterator);
+    assert_not_impl_any!(Pooled<'static, String>: io::Write, io::Read, io::BufRead, Iterator);
+    assert_not_impl_any!(OwnedPooled<String>: io::Write, io::Read, Iterator, Future);
+
+    /// An `Unpin` future and an iterator, both ways, of known length.
+    #[derive(Default)]
+    struct Both(u8);
+
+    impl Recyclable for Both {
+        fn reset(&mut self) {}
+    }
+
+    impl Future for Both {
+        type Output = ();
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            std::task::Poll::Ready(())
+        }
+    }
+
+    impl Iterator for Both {
+        type Item = u8;
+        fn next(&mut self) -> Option<u8> {
+            None
+        }
+    }
+
+    impl DoubleEndedIterator for Both {
+        fn next_back(&mut self) -> Option<u8> {
+            None
+        }
+    }
+
+    impl ExactSizeIterator for Both {}
+
+    /// A future that is not `Unpin`: no guard of it is a future (nor is a
+    /// `Box` of it).
+    struct Pinned(std::marker::PhantomPinned);
+
+    impl Recyclable for Pinned {
+        fn reset(&mut self) {}
+    }
+
+    impl Future for Pinned {
+        type Output = ();
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            std::task::Poll::Ready(())
+        }
+    }
+
+    assert_impl_all!(
+        Pooled<'static, Both>: Future, Iterator, DoubleEndedIterator, ExactSizeIterator, Unpin
+    );
+    assert_impl_all!(OwnedPooled<Both>: Future, Iterator, DoubleEndedIterator, ExactSizeIterator);
+    assert_not_impl_any!(Pooled<'static, Both>: FusedIterator);
+    assert_not_impl_any!(Box<Pinned>: Future);
+    assert_not_impl_any!(Pooled<'static, Pinned>: Future);
+    assert_not_impl_any!(OwnedPooled<Pinned>: Future);
+
+    // Unwind safety with `Box`'s bounds: `Cell<u8>` is `UnwindSafe` but not
+    // `RefUnwindSafe`, and so are its guards; the recycler is both whatever
+    // `T` is.
+    assert_impl_all!(Pooled<'static, Vec<u8>>: UnwindSafe, RefUnwindSafe);
+    assert_impl_all!(OwnedPooled<Vec<u8>>: UnwindSafe, RefUnwindSafe);
+    assert_impl_all!(Pooled<'static, Cell<u8>>: UnwindSafe);
+    assert_not_impl_any!(Pooled<'static, Cell<u8>>: RefUnwindSafe);
+    assert_not_impl_any!(OwnedPooled<Cell<u8>>: RefUnwindSafe);
+    assert_not_impl_any!(Box<Cell<u8>>: RefUnwindSafe);
+    assert_impl_all!(Recycler<Cell<u8>>: UnwindSafe, RefUnwindSafe);
 }

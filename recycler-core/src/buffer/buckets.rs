@@ -17,9 +17,13 @@ pub(crate) const GROWN: u32 = 1 << 31;
 
 impl PoolInner {
     /// The bucket for a request of `capacity` bytes; `buckets.len()` or more
-    /// for oversize.
+    /// for a request that no bucket serves: above `max_capacity`, or below
+    /// `min_capacity` (`usize::MAX`).
     #[inline(always)]
     pub(crate) fn bucket_index(&self, capacity: usize) -> usize {
+        if capacity < self.config.min_capacity {
+            return usize::MAX;
+        }
         let n = capacity.saturating_sub(1);
         match self.step_shift {
             Some(shift) => n >> shift,
