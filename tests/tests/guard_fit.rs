@@ -601,6 +601,45 @@ fn below_min_capacity_buffers_are_exact_and_never_pooled() {
 }
 
 #[test]
+fn min_capacity_rounds_the_rest_as_before_whatever_the_step() {
+    // A power-of-two step, and one that is not: with `min_capacity`, both
+    // take the checked index; the buckets are the same as without.
+    let pow2 = BufferPool::builder().min_capacity(100).build().unwrap();
+    let odd = BufferPool::builder()
+        .bucket_step(1000)
+        .max_capacity(5000)
+        .min_capacity(500)
+        .build()
+        .unwrap();
+    for (pool, ask, cap) in [
+        (&pow2, 99, 99),
+        (&pow2, 100, 4096),
+        (&pow2, 4096, 4096),
+        (&pow2, 4097, 8192),
+        (&pow2, 65536, 65536),
+        (&pow2, 65537, 65537),
+        (&odd, 0, 0),
+        (&odd, 499, 499),
+        (&odd, 500, 1000),
+        (&odd, 1001, 2000),
+        (&odd, 5000, 5000),
+        (&odd, 5001, 5001),
+    ] {
+        assert_eq!(pool.acquire(ask).capacity(), cap, "acquire({ask})");
+    }
+    let s = odd.stats();
+    assert_eq!(
+        (
+            s.oversize.acquires,
+            s.buckets[0].acquires,
+            s.buckets[4].idle
+        ),
+        (3, 1, 1),
+        "{s}"
+    );
+}
+
+#[test]
 fn min_capacity_zero_changes_nothing() {
     let default = BufferPool::new();
     let zero = BufferPool::builder().min_capacity(0).build().unwrap();
