@@ -23,7 +23,7 @@ use crate::shared::Inner;
 /// guards is searched by `&T`), comparisons, ordering and hashing of the
 /// object, `Debug` and `Display` of the object, and `{:p}` its address; and,
 /// where the object has them, `io::Read`, `io::BufRead`, `io::Write`,
-/// `Iterator` (with `DoubleEndedIterator`, `ExactSizeIterator`,
+/// `io::Seek`, `Iterator` (with `DoubleEndedIterator`, `ExactSizeIterator`,
 /// `FusedIterator`) and, for an `Unpin` object, `Future`, each call reaching
 /// the object's own method. It is `UnwindSafe` and `RefUnwindSafe` when the
 /// object is.
@@ -540,12 +540,14 @@ mod tests {
     assert_impl_all!(Pooled<'static, VecDeque<u8>>: io::Read, io::BufRead, io::Write);
     assert_impl_all!(OwnedPooled<VecDeque<u8>>: io::Read, io::BufRead, io::Write);
     assert_not_impl_any!(Box<String>: io::Write, io::Read, Iterator);
-    assert_not_impl_any!(Pooled<'static, String>: io::Write, io::Read, io::BufRead, Iterator);
+    assert_not_impl_any!(
+        Pooled<'static, String>: io::Write, io::Read, io::BufRead, io::Seek, Iterator
+    );
     assert_not_impl_any!(OwnedPooled<String>: io::Write, io::Read, Iterator, Future);
 
     /// An `Unpin` future and an iterator, both ways, of known length.
     #[derive(Default)]
-    struct Both(u8);
+    struct Both;
 
     impl Recyclable for Both {
         fn reset(&mut self) {}

@@ -1,5 +1,5 @@
 //! Guards that fit where a `Box` or a `Vec<u8>` would: the traits a guard
-//! forwards to its object (`io::Read`, `io::BufRead`, `io::Write`,
+//! forwards to its object (`io::Read`, `io::BufRead`, `io::Write`, `io::Seek`,
 //! `Iterator` and its kin, `Future`), unwind safety (the books balance after
 //! a panic caught around a `get` or an `acquire`), owned guards from a
 //! recycler that is a plain field (`Recycler::handle`), the owned forms of
@@ -22,7 +22,9 @@ use std::thread;
 use std::time::Duration;
 
 use common::{Counts, assert_buffers_counted, assert_conserved};
-use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf, PooledBuf};
+use recycler_core::buffer::{
+    BufferPool, BufferPoolHandle, BufferPoolStats, OwnedPooledBuf, PooledBuf,
+};
 use recycler_core::{
     AcquireError, ConfigError, OwnedPooled, Pooled, Recyclable, Recycler, RecyclerHandle,
 };
@@ -58,6 +60,7 @@ fn guards_have_the_traits_of_their_objects_as_boxes_do() {
     is_unwind_safe::<Pooled<'static, String>>();
     is_unwind_safe::<OwnedPooled<String>>();
     is_unwind_safe::<BufferPool>();
+    is_unwind_safe::<BufferPoolHandle>();
     is_unwind_safe::<PooledBuf<'static>>();
     is_unwind_safe::<OwnedPooledBuf>();
     // The negative cases (a guard of a `String` is no writer, a guard of a
@@ -126,6 +129,21 @@ impl BufRead for Probe {
     }
 }
 
+impl io::Seek for Probe {
+    fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+        self.calls.push("seek");
+        match pos {
+            io::SeekFrom::Start(n) => Ok(n),
+            _ => Err(io::Error::other("only from the start (test)")),
+        }
+    }
+
+    fn stream_position(&mut self) -> io::Result<u64> {
+        self.calls.push("stream_position");
+        Ok(0)
+    }
+}
+
 impl Write for Probe {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.calls.push("write");
@@ -160,6 +178,13 @@ fn io_calls_reach_the_objects_own_methods() -> io::Result<()> {
     let mut rest = Vec::new();
     assert_eq!(p.read_to_end(&mut rest)?, 2);
     assert_eq!(rest, b"o\n");
+    use std::io::Seek;
+    assert_eq!(p.seek(io::SeekFrom::Start(3))?, 3);
+    assert_eq!(
+        p.stream_position()?,
+        0,
+        "the object's own, not `seek(Current(0))`"
+    );
     assert_eq!(
         p.calls,
         [
@@ -167,7 +192,9 @@ fn io_calls_reach_the_objects_own_methods() -> io::Result<()> {
             "flush",
             "read_line",
             "read_exact",
-            "read_to_end"
+            "read_to_end",
+            "seek",
+            "stream_position"
         ],
         "each call forwarded, none by the trait's default"
     );
@@ -502,6 +529,50 @@ fn a_recycler_in_a_plain_field_gives_static_guards_through_its_handle() {
     drop(server);
     drop(frames);
     assert!(guard.is_empty());
+}
+
+/// A server that keeps its buffer pool as a plain field.
+struct Buffers {
+    pool: BufferPool,
+}
+
+#[test]
+fn a_buffer_pool_in_a_plain_field_gives_static_buffers_through_its_handle() {
+    let server = Arc::new(Buffers {
+        pool: BufferPool::builder().memory_limit(8 * KIB).build().unwrap(),
+    });
+    let buffers: BufferPoolHandle = server.pool.handle();
+    let held = is_static_send(buffers.acquire_owned(8 * KIB));
+    assert!(buffers.try_acquire_owned(1).is_err(), "the field's limit");
+    // Every owned acquire works through the handle: a wait on a thread and
+    // one in a task, both served when `held` goes back.
+    let waiter = {
+        let buffers = buffers.clone();
+        thread::spawn(move || buffers.acquire_owned_timeout(4 * KIB, Duration::from_secs(10)))
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let task = {
+        let buffers = buffers.clone();
+        rt.spawn(async move { buffers.acquire_owned_async(4 * KIB).await })
+    };
+    thread::sleep(Duration::from_millis(20));
+    drop(held);
+    let (a, b) = (
+        waiter.join().unwrap().unwrap(),
+        rt.block_on(task).unwrap().unwrap(),
+    );
+    assert_eq!((a.capacity(), b.capacity()), (4 * KIB, 4 * KIB));
+    drop((a, b));
+    assert!(buffers.try_acquire_owned_pooled(4 * KIB).is_some());
+    let s = server.pool.stats();
+    assert_eq!(s.total().in_use, 0, "{s}");
+    assert_books(&s);
+    // The handle outlives the server.
+    drop(server);
+    assert_eq!(buffers.acquire_owned(1).capacity(), 4 * KIB);
 }
 
 #[test]

@@ -533,7 +533,10 @@ impl fmt::Debug for BufferPool {
     }
 }
 
+mod handle;
 mod waiting;
+
+pub use self::handle::BufferPoolHandle;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -1,5 +1,5 @@
 //! The traits a guard forwards to its object where `Box<T>` forwards them:
-//! `io::Read`, `io::BufRead`, `io::Write`, `Iterator` (with
+//! `io::Read`, `io::BufRead`, `io::Write`, `io::Seek`, `Iterator` (with
 //! `DoubleEndedIterator`, `ExactSizeIterator` and `FusedIterator`) and
 //! `Future` (for an `Unpin` object, as `Box`); and the unwind-safety markers,
 //! with the argument that makes them sound.
@@ -120,6 +120,28 @@ macro_rules! forward {
             #[inline]
             fn write_fmt(&mut self, args: fmt::Arguments<'_>) -> io::Result<()> {
                 (**self).write_fmt(args)
+            }
+        }
+
+        /// Seeks in the object, as `Box<S>` does.
+        ///
+        /// # Examples
+        ///
+        #[doc = concat!("```\nuse std::io::{Cursor, Read, Seek, SeekFrom};\nuse recycler_core::Recyclable;\n", $uses, "\n\n/// An in-memory file.\n#[derive(Default)]\nstruct MemFile(Cursor<Vec<u8>>);\n\nimpl Recyclable for MemFile {\n    fn reset(&mut self) {\n        self.0.get_mut().clear();\n        self.0.set_position(0);\n    }\n}\n\nimpl Seek for MemFile {\n    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {\n        self.0.seek(pos)\n    }\n}\n\n", $open, "MemFile", $close, "\nlet mut f = ", $get, ";\nf.0.get_mut().extend_from_slice(b\"header|body\");\nassert_eq!(f.seek(SeekFrom::Start(7))?, 7);\nassert_eq!(f.stream_position()?, 7);\nlet mut body = String::new();\nf.0.read_to_string(&mut body)?;\nassert_eq!(body, \"body\");\n# Ok::<(), std::io::Error>(())\n```")]
+        impl<T: Recyclable + io::Seek> io::Seek for $guard {
+            #[inline]
+            fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+                (**self).seek(pos)
+            }
+
+            #[inline]
+            fn stream_position(&mut self) -> io::Result<u64> {
+                (**self).stream_position()
+            }
+
+            #[inline]
+            fn seek_relative(&mut self, offset: i64) -> io::Result<()> {
+                (**self).seek_relative(offset)
             }
         }
 

@@ -21,8 +21,10 @@ use crate::recyclable::Recyclable;
 /// `Arc<Recycler<T>>`, and the guards keep the pool alive as they do there.
 /// Cloning the handle is one atomic increment.
 ///
-/// It dereferences to a [`Recycler`], so every method of the recycler
-/// (`get`, `try_get`, `stats`, `trim`, `prefill`) works on the handle too.
+/// It dereferences to the `Arc<Recycler<T>>` it is, so every method of the
+/// recycler (`get`, `try_get`, `stats`, `trim`, `prefill`) works on the
+/// handle too, and `Arc::clone(&handle)` gives the `Arc` itself, for code
+/// that wants one.
 ///
 /// Why a handle rather than `get_owned` on `&Recycler`: the public contract
 /// fixes `get_owned` on `self: &Arc<Self>` and `OwnedPooled` as a holder of
@@ -127,9 +129,9 @@ impl<T> Clone for RecyclerHandle<T> {
 }
 
 impl<T> Deref for RecyclerHandle<T> {
-    type Target = Recycler<T>;
+    type Target = Arc<Recycler<T>>;
 
-    /// The recycler, for its other methods.
+    /// The recycler, in its `Arc`, for its other methods.
     ///
     /// # Examples
     ///
@@ -141,9 +143,11 @@ impl<T> Deref for RecyclerHandle<T> {
     /// drop(handle.get()); // a borrowed guard, through the handle
     /// assert_eq!(handle.stats().idle, 1);
     /// assert_eq!(pool.stats().idle, 1);
+    /// let arc: std::sync::Arc<Recycler<u64>> = std::sync::Arc::clone(&handle);
+    /// assert!(arc.try_get_owned().is_some());
     /// ```
     #[inline]
-    fn deref(&self) -> &Recycler<T> {
+    fn deref(&self) -> &Arc<Recycler<T>> {
         &self.recycler
     }
 }
