@@ -922,3 +922,44 @@ fn a_future_that_panics_in_poll_is_not_pooled() {
     let s = pool.stats();
     assert_eq!((s.in_use, s.idle, s.dropped), (0, 0, 1), "{s}");
 }
+
+#[test]
+fn the_worst_inputs_get_typed_answers() {
+    // `min_capacity` past any `max_capacity`: named, with the numbers.
+    assert_eq!(
+        BufferPool::builder()
+            .min_capacity(usize::MAX)
+            .build()
+            .unwrap_err(),
+        ConfigError::Below {
+            field: "max_capacity",
+            value: 64 * KIB,
+            other: "min_capacity",
+            other_value: usize::MAX
+        }
+    );
+    let pool = Arc::new(BufferPool::builder().min_capacity(1).build().unwrap());
+    // Nothing pooled, and never: `None`, nothing allocated.
+    assert!(pool.try_acquire_owned_pooled(usize::MAX).is_none());
+    assert!(
+        pool.try_acquire_owned_pooled(0).is_none(),
+        "0 is below min_capacity 1"
+    );
+    // A request of 0 below `min_capacity`: an empty buffer, which grows.
+    let mut empty = pool.acquire_owned(0);
+    assert_eq!(empty.capacity(), 0);
+    empty.push(1);
+    assert!(empty.capacity() >= 1);
+    OwnedPooledBuf::discard(empty);
+    PooledBuf::discard(pool.acquire(0));
+    // Too large: the same typed error below `min_capacity` as above `max_capacity`.
+    let small = BufferPool::builder().min_capacity(4 * KIB).build().unwrap();
+    assert!(matches!(
+        small.try_acquire(usize::MAX),
+        Err(AcquireError::TooLarge { .. })
+    ));
+    let s = pool.stats();
+    assert_eq!((s.oversize.acquires, s.oversize.removes), (2, 2), "{s}");
+    assert_eq!(s.allocated_memory, 0, "{s}");
+    assert_books(&s);
+}
