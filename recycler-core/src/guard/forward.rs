@@ -306,3 +306,96 @@ impl<T: Recyclable + UnwindSafe> UnwindSafe for OwnedPooled<T> {}
 /// assert!(catch_unwind(|| s.is_empty()).unwrap());
 /// ```
 impl<T: Recyclable + RefUnwindSafe> RefUnwindSafe for OwnedPooled<T> {}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Recycler;
+    use static_assertions::{assert_impl_all, assert_not_impl_any};
+    use std::cell::Cell;
+    use std::collections::VecDeque;
+
+    // As `Box<T>`: the io and iterator traits of `T`, and `Future` for an
+    // `Unpin` one; none where `T` has none (`Box<String>` is no writer).
+    assert_impl_all!(Pooled<'static, Vec<u8>>: io::Write);
+    assert_impl_all!(OwnedPooled<Vec<u8>>: io::Write);
+    assert_impl_all!(Pooled<'static, VecDeque<u8>>: io::Read, io::BufRead, io::Write);
+    assert_impl_all!(OwnedPooled<VecDeque<u8>>: io::Read, io::BufRead, io::Write);
+    assert_not_impl_any!(Box<String>: io::Write, io::Read, Iterator);
+    assert_not_impl_any!(
+        Pooled<'static, String>: io::Write, io::Read, io::BufRead, io::Seek, Iterator
+    );
+    assert_not_impl_any!(OwnedPooled<String>: io::Write, io::Read, Iterator, Future);
+
+    /// An `Unpin` future and an iterator, both ways, of known length.
+    #[derive(Default)]
+    struct Both;
+
+    impl Recyclable for Both {
+        fn reset(&mut self) {}
+    }
+
+    impl Future for Both {
+        type Output = ();
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            std::task::Poll::Ready(())
+        }
+    }
+
+    impl Iterator for Both {
+        type Item = u8;
+        fn next(&mut self) -> Option<u8> {
+            None
+        }
+    }
+
+    impl DoubleEndedIterator for Both {
+        fn next_back(&mut self) -> Option<u8> {
+            None
+        }
+    }
+
+    impl ExactSizeIterator for Both {}
+
+    /// A future that is not `Unpin`: no guard of it is a future (nor is a
+    /// `Box` of it).
+    struct Pinned(std::marker::PhantomPinned);
+
+    impl Recyclable for Pinned {
+        fn reset(&mut self) {}
+    }
+
+    impl Future for Pinned {
+        type Output = ();
+        fn poll(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            std::task::Poll::Ready(())
+        }
+    }
+
+    assert_impl_all!(
+        Pooled<'static, Both>: Future, Iterator, DoubleEndedIterator, ExactSizeIterator, Unpin
+    );
+    assert_impl_all!(OwnedPooled<Both>: Future, Iterator, DoubleEndedIterator, ExactSizeIterator);
+    assert_not_impl_any!(Pooled<'static, Both>: FusedIterator);
+    assert_not_impl_any!(Box<Pinned>: Future);
+    assert_not_impl_any!(Pooled<'static, Pinned>: Future);
+    assert_not_impl_any!(OwnedPooled<Pinned>: Future);
+
+    // Unwind safety with `Box`'s bounds (`Cell<u8>` is `Recyclable` by the
+    // impl in the tests of `guard.rs`): `Cell<u8>` is `UnwindSafe` but not
+    // `RefUnwindSafe`, and so are its guards; the recycler is both whatever
+    // `T` is.
+    assert_impl_all!(Pooled<'static, Vec<u8>>: UnwindSafe, RefUnwindSafe);
+    assert_impl_all!(OwnedPooled<Vec<u8>>: UnwindSafe, RefUnwindSafe);
+    assert_impl_all!(Pooled<'static, Cell<u8>>: UnwindSafe);
+    assert_not_impl_any!(Pooled<'static, Cell<u8>>: RefUnwindSafe);
+    assert_not_impl_any!(OwnedPooled<Cell<u8>>: RefUnwindSafe);
+    assert_not_impl_any!(Box<Cell<u8>>: RefUnwindSafe);
+    assert_impl_all!(Recycler<Cell<u8>>: UnwindSafe, RefUnwindSafe);
+}
