@@ -469,7 +469,7 @@ pub(crate) fn acquire_failed(err: &AcquireError) -> ! {
 // it wakes for is booked: `waiters.rs`), so a panic anywhere leaves it as
 // consistent as it was before (DESIGN.md, invariant 4): a buffer held by the
 // code that panics is returned or freed by its `Drop` during the unwinding,
-// and counted either way. `tests/tests/guard_fit.rs` checks the books after
+// and counted either way. `tests/tests/buffer_fit.rs` checks the books after
 // a panic caught around an `acquire`.
 
 /// A pool stays consistent across a panic; see the comment above this impl
