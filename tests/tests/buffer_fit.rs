@@ -4,6 +4,8 @@
 //! (`BufferPool::handle`), `try_acquire_owned_pooled`, `min_capacity` (Jetty's
 //! `minCapacity`) and `discard` (Jetty's `removeAndRelease`).
 #![deny(warnings)]
+// tokio, which some tests use, is no dev-dependency under `--cfg loom`.
+#![cfg(not(loom))]
 
 mod common;
 

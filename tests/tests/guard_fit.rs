@@ -5,6 +5,8 @@
 //! (`Recycler::handle`), and `try_get_owned`. The buffer pool's side is in
 //! `buffer_fit.rs`.
 #![deny(warnings)]
+// tokio, which some tests use, is no dev-dependency under `--cfg loom`.
+#![cfg(not(loom))]
 
 mod common;
 
