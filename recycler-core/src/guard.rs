@@ -21,7 +21,12 @@ use crate::shared::Inner;
 /// Made by [`Recycler::get`] and [`Recycler::try_get`]. Dereferences to `T`,
 /// and stands for it as a `Box<T>` does: `AsRef`, `Borrow` (so a set of
 /// guards is searched by `&T`), comparisons, ordering and hashing of the
-/// object, `Debug` and `Display` of the object, and `{:p}` its address.
+/// object, `Debug` and `Display` of the object, and `{:p}` its address; and,
+/// where the object has them, `io::Read`, `io::BufRead`, `io::Write`,
+/// `io::Seek`, `Iterator` (with `DoubleEndedIterator`, `ExactSizeIterator`,
+/// `FusedIterator`) and, for an `Unpin` object, `Future`, each call reaching
+/// the object's own method. It is `UnwindSafe` and `RefUnwindSafe` when the
+/// object is.
 /// On drop, the object is reset ([`Recyclable::reset`]) on the dropping
 /// thread and pooled: straight into this thread's cache if this thread got it,
 /// otherwise sent home. A panic in `reset` reaches the code that dropped the
@@ -180,8 +185,11 @@ impl<T: Recyclable + fmt::Display> fmt::Display for Pooled<'_, T> {
 /// An object on loan from a [`Recycler`] in an `Arc`; `'static`, so it can
 /// move into threads and tasks. Returns to the pool when dropped.
 ///
-/// Made by [`Recycler::get_owned`]; otherwise the same as [`Pooled`], with the
-/// same traits. The guard keeps the recycler alive.
+/// Made by [`Recycler::get_owned`] and [`Recycler::try_get_owned`] on an
+/// `Arc<Recycler<T>>`, or by a [`RecyclerHandle`](crate::RecyclerHandle)
+/// (for a recycler that is a plain field of a shared struct); otherwise the
+/// same as [`Pooled`], with the same traits. The guard keeps the recycler
+/// alive.
 ///
 /// # Examples
 ///
@@ -466,6 +474,8 @@ box_like!(
     "use std::sync::Arc;\nuse recycler_core::Recycler;\n\nlet pool = Arc::new(Recycler::<String>::new());",
     "pool.get_owned()"
 );
+
+mod forward;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -286,7 +286,7 @@ pub use crate::builder::RecyclerBuilder;
 pub use crate::error::{AcquireError, ConfigError};
 pub use crate::guard::{OwnedPooled, Pooled};
 pub use crate::recyclable::Recyclable;
-pub use crate::recycler::Recycler;
+pub use crate::recycler::{Recycler, RecyclerHandle};
 pub use crate::shrink::ShrinkTo;
 pub use crate::stats::RecyclerStats;
 #[cfg(feature = "track")]

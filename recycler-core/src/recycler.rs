@@ -15,6 +15,10 @@ use crate::recyclable::Recyclable;
 use crate::shared::Inner;
 use crate::stats::RecyclerStats;
 
+pub use self::handle::RecyclerHandle;
+
+mod handle;
+
 /// A pool of reusable `T`s with a cache per thread.
 ///
 /// [`get`](Self::get) hands out a [`Pooled`] guard; dropping the guard resets
@@ -255,6 +259,76 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         OwnedPooled::new(Arc::clone(self), obj, home)
     }
 
+    /// Like [`try_get`](Self::try_get), for a recycler in an `Arc`: an
+    /// owned guard of a pooled object, if the pool has one; never calls the
+    /// factory.
+    ///
+    /// # Panics
+    ///
+    /// As [`try_get`](Self::try_get).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Arc::new(Recycler::<String>::new());
+    /// assert!(pool.try_get_owned().is_none()); // nothing pooled yet
+    /// drop(pool.get());
+    /// let s = pool.try_get_owned().unwrap();
+    /// std::thread::spawn(move || assert!(s.is_empty())).join().unwrap();
+    /// assert_eq!(pool.stats().created, 1);
+    /// ```
+    #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn try_get_owned(self: &Arc<Self>) -> Option<OwnedPooled<T>> {
+        let (obj, home) = match self.inner.pop_owned() {
+            Some(hit) => hit,
+            None => self.inner.take_pooled()?,
+        };
+        #[cfg(feature = "track")]
+        self.inner.track(&obj);
+        Some(OwnedPooled::new(Arc::clone(self), obj, home))
+    }
+
+    /// A cheap, cloneable handle to this recycler that gives owned
+    /// (`'static`) guards: for a recycler kept as a plain field of a larger
+    /// shared struct (an `Arc<Server>`), not in an `Arc` of its own.
+    ///
+    /// The handle shares this recycler's pool (its caches, depot, counters
+    /// and settings): objects got through either are the same objects. It
+    /// is made with one allocation; cloning it is one atomic increment. Make
+    /// it once (when the server starts, say), keep it next to the recycler
+    /// or in place of it, and clone it where needed. See [`RecyclerHandle`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use recycler_core::{Recycler, RecyclerHandle};
+    ///
+    /// struct Server {
+    ///     requests: Recycler<Vec<u8>>, // a plain field
+    ///     owned: RecyclerHandle<Vec<u8>>,
+    /// }
+    ///
+    /// let requests = Recycler::new();
+    /// let owned = requests.handle();
+    /// let server = Arc::new(Server { requests, owned });
+    ///
+    /// let mut req = server.owned.get_owned(); // 'static: it may outlive `server`
+    /// req.extend_from_slice(b"GET /");
+    /// std::thread::spawn(move || assert_eq!(req[..], *b"GET /")).join().unwrap();
+    /// let s = server.requests.stats(); // one pool behind both
+    /// assert_eq!((s.created, s.released_remote), (1, 1));
+    /// ```
+    pub fn handle(&self) -> RecyclerHandle<T> {
+        RecyclerHandle::new(Arc::new(Self {
+            inner: Arc::clone(&self.inner),
+        }))
+    }
+
     /// A snapshot of the recycler's counters, summed over all threads.
     ///
     /// Exact once all threads are quiet; see [`RecyclerStats`].
@@ -380,6 +454,64 @@ impl<T: Recyclable + Send + Default + 'static> Default for Recycler<T> {
         Self::new()
     }
 }
+
+// Unwind safety: a recycler is `UnwindSafe` and `RefUnwindSafe` whatever
+// `T` is, as a `Mutex<T>` is (there by poisoning). The argument is invariant
+// 4 of DESIGN.md: a panic in user code leaves the recycler consistent. User
+// code runs in `reset`, the factory, `retained_bytes`, an object's `Drop`,
+// and whatever holds a guard; the recycler runs none of it inside a
+// critical section of its own (a cache is changed only in closures that run
+// no user code; idle objects are counted, then dropped one by one, so that a
+// panicking `Drop` stops neither the others nor the books: `reclaim.rs`),
+// and counts the object concerned before the call can unwind, so its
+// books balance after the panic (`tests/tests/guard_fit.rs` checks them
+// after a panic caught around a `get`). Nor can a panic leave a broken `T`
+// in the pool for someone else to see through `&Recycler`: a guard dropped
+// while its thread panics drops its object instead of pooling it, an object
+// whose `reset` or `retained_bytes` panics is dropped, and a factory that
+// panics leaves nothing. The idle objects a recycler holds are ones whose
+// `reset` completed, and only a guard, with `Box`'s bounds (see
+// `guard/forward.rs`), hands one out.
+
+/// A recycler stays consistent across a panic in user code; see the
+/// comment above this impl in the source.
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use recycler_core::Recycler;
+///
+/// let pool: Recycler<Vec<u8>> = Recycler::new();
+/// let caught = catch_unwind(|| {
+///     let mut v = pool.get(); // `&pool` is captured: no `AssertUnwindSafe`
+///     v.push(1);
+///     panic!("in user code");
+/// });
+/// assert!(caught.is_err());
+/// let s = pool.stats();
+/// assert_eq!((s.created, s.in_use, s.idle, s.dropped), (1, 0, 0, 1)); // not pooled
+/// ```
+impl<T> std::panic::RefUnwindSafe for Recycler<T> {}
+
+/// As [`RefUnwindSafe`](std::panic::RefUnwindSafe): a recycler moved into
+/// `catch_unwind` is consistent after the panic.
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use recycler_core::Recycler;
+///
+/// let pool: Recycler<String> = Recycler::new();
+/// let pool = catch_unwind(move || {
+///     drop(pool.get());
+///     pool
+/// })
+/// .unwrap();
+/// assert_eq!(pool.stats().idle, 1);
+/// ```
+impl<T> std::panic::UnwindSafe for Recycler<T> {}
 
 impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
     /// Shows the settings and a statistics snapshot; takes no lock.

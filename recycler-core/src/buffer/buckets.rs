@@ -17,13 +17,35 @@ pub(crate) const GROWN: u32 = 1 << 31;
 
 impl PoolInner {
     /// The bucket for a request of `capacity` bytes; `buckets.len()` or more
-    /// for oversize.
+    /// for a request that no bucket serves: above `max_capacity`, or below
+    /// `min_capacity` (`usize::MAX`).
+    ///
+    /// The owner path's shift (`step_shift`) is set only for a power-of-two
+    /// step and no `min_capacity`, so a pool with the defaults pays nothing
+    /// for `min_capacity`; every other pool takes [`bucket_index_checked`].
+    ///
+    /// [`bucket_index_checked`]: Self::bucket_index_checked
     #[inline(always)]
     pub(crate) fn bucket_index(&self, capacity: usize) -> usize {
-        let n = capacity.saturating_sub(1);
         match self.step_shift {
-            Some(shift) => n >> shift,
-            None => n / self.config.bucket_step,
+            Some(shift) => capacity.saturating_sub(1) >> shift,
+            None => self.bucket_index_checked(capacity),
+        }
+    }
+
+    /// [`bucket_index`](Self::bucket_index) for a step that is not a power
+    /// of two, or with a `min_capacity`.
+    #[inline]
+    fn bucket_index_checked(&self, capacity: usize) -> usize {
+        if capacity < self.config.min_capacity {
+            return usize::MAX;
+        }
+        let n = capacity.saturating_sub(1);
+        let step = self.config.bucket_step;
+        if step.is_power_of_two() {
+            n >> step.trailing_zeros()
+        } else {
+            n / step
         }
     }
 

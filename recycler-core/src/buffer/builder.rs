@@ -18,6 +18,8 @@ pub(crate) const MAX_ALIGNMENT: usize = 1 << 30;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PoolConfig {
     pub(crate) bucket_step: usize,
+    /// Requests below it get an exact-size buffer that is never pooled.
+    pub(crate) min_capacity: usize,
     pub(crate) max_capacity: usize,
     pub(crate) max_idle_memory: Option<usize>,
     pub(crate) memory_limit: Option<usize>,
@@ -32,6 +34,7 @@ impl PoolConfig {
     /// Jetty's defaults: 16 buckets of 4 KiB steps up to 64 KiB.
     pub(crate) const DEFAULT: PoolConfig = PoolConfig {
         bucket_step: 4096,
+        min_capacity: 0,
         max_capacity: 65536,
         max_idle_memory: None,
         memory_limit: None,
@@ -55,6 +58,7 @@ impl PoolConfig {
 /// | setting | default | meaning |
 /// | --- | --- | --- |
 /// | [`bucket_step`](Self::bucket_step) | 4096 | capacity of the smallest bucket, and the step between buckets |
+/// | [`min_capacity`](Self::min_capacity) | 0 | smaller requests get an exact-size buffer that is not pooled |
 /// | [`max_capacity`](Self::max_capacity) | 65536 | capacity of the largest bucket; larger buffers are not pooled |
 /// | [`max_idle_memory`](Self::max_idle_memory) | none | cap on the bytes idle across all buckets and threads |
 /// | [`memory_limit`](Self::memory_limit) | none | hard cap on all buffer memory allocated, in use and idle |
@@ -94,7 +98,7 @@ impl fmt::Debug for BufferPoolBuilder {
     /// let builder = BufferPool::builder().max_idle_memory(1 << 20);
     /// assert_eq!(
     ///     format!("{builder:?}"),
-    ///     "BufferPoolBuilder { bucket_step: 4096, max_capacity: 65536, \
+    ///     "BufferPoolBuilder { bucket_step: 4096, min_capacity: 0, max_capacity: 65536, \
     ///      max_idle_memory: Some(1048576), memory_limit: None, alignment: 1, \
     ///      max_idle_per_thread: 64, statistics: true, striped: None }"
     /// );
@@ -103,6 +107,7 @@ impl fmt::Debug for BufferPoolBuilder {
         let c = &self.config;
         f.debug_struct("BufferPoolBuilder")
             .field("bucket_step", &c.bucket_step)
+            .field("min_capacity", &c.min_capacity)
             .field("max_capacity", &c.max_capacity)
             .field("max_idle_memory", &c.max_idle_memory)
             .field("memory_limit", &c.memory_limit)
@@ -137,6 +142,39 @@ impl BufferPoolBuilder {
     /// ```
     pub fn bucket_step(mut self, n: usize) -> Self {
         self.config.bucket_step = n;
+        self
+    }
+
+    /// The smallest request that is pooled (Jetty's `minCapacity`; default
+    /// 0: every request up to `max_capacity` is). A request for fewer bytes
+    /// gets a buffer of exactly its size that is never pooled: allocated for
+    /// the request and freed when dropped, as a request above
+    /// `max_capacity` is, and counted with those, in
+    /// [`BufferPoolStats::oversize`](super::BufferPoolStats::oversize)
+    /// (`non_pooled` on acquire, `removes` on release). For pools whose
+    /// small requests are rare or short-lived, and not worth a bucket's
+    /// `bucket_step` bytes each. At most `max_capacity`.
+    ///
+    /// Small buffers count against the `memory_limit` as any other, wait at
+    /// it as any other, and grow as any other (they are freed all the same).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().min_capacity(512).build()?;
+    /// let small = pool.acquire(100);
+    /// assert_eq!(small.capacity(), 100); // exactly what was asked
+    /// drop(small); // freed, not pooled
+    /// assert_eq!(pool.acquire(512).capacity(), 4096); // pooled from here up
+    /// let s = pool.stats();
+    /// assert_eq!((s.oversize.non_pooled, s.oversize.removes), (1, 1));
+    /// assert_eq!((s.idle_memory, s.allocated_memory), (4096, 4096));
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn min_capacity(mut self, n: usize) -> Self {
+        self.config.min_capacity = n;
         self
     }
 
@@ -356,6 +394,14 @@ impl BufferPoolBuilder {
                 max: MAX_ALIGNMENT,
             });
         }
+        if c.min_capacity > c.max_capacity {
+            return Err(ConfigError::Below {
+                field: "max_capacity",
+                value: c.max_capacity,
+                other: "min_capacity",
+                other_value: c.min_capacity,
+            });
+        }
         let largest = AlignedBuf::max_capacity(c.alignment);
         if c.max_capacity > largest {
             return Err(ConfigError::TooLarge {
@@ -388,7 +434,7 @@ impl BufferPoolBuilder {
     ///
     /// [`ConfigError`] naming the first setting out of range: `bucket_step`
     /// of 0; `max_capacity` below `bucket_step`, not a multiple of it, or
-    /// more than 4096 buckets; `alignment` not a power of two or above
+    /// more than 4096 buckets, or below `min_capacity`; `alignment` not a power of two or above
     /// 1 GiB; `memory_limit` of 0 or below `bucket_step`; `striped` above
     /// 1024.
     ///
@@ -489,6 +535,19 @@ mod tests {
                 ..
             }
         ));
+        assert_eq!(
+            err(b().min_capacity(65537)),
+            ConfigError::Below {
+                field: "max_capacity",
+                value: 65536,
+                other: "min_capacity",
+                other_value: 65537
+            }
+        );
+        assert_eq!(
+            err(b().max_capacity(8192).min_capacity(10_000)).to_string(),
+            "`max_capacity` is 8192, below `min_capacity` (10000); it must be at least that"
+        );
         let huge = usize::MAX / 2 + 1;
         assert!(matches!(
             err(b().bucket_step(huge).max_capacity(huge)),
@@ -503,6 +562,7 @@ mod tests {
     fn debug_names_every_setting_and_no_private_type() {
         let b = BufferPoolBuilder::new()
             .bucket_step(1000)
+            .min_capacity(300)
             .max_capacity(8000)
             .max_idle_memory(5)
             .memory_limit(6000)
@@ -517,12 +577,21 @@ mod tests {
         );
         assert_eq!(
             text,
-            "BufferPoolBuilder { bucket_step: 1000, max_capacity: 8000, max_idle_memory: Some(5), \
+            "BufferPoolBuilder { bucket_step: 1000, min_capacity: 300, max_capacity: 8000, \
+             max_idle_memory: Some(5), \
              memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false, \
              striped: Some(3) }"
         );
         // An invalid setting is shown as set: `Debug` checks nothing.
         assert!(format!("{:?}", BufferPoolBuilder::new().alignment(3)).contains("alignment: 3,"));
+    }
+
+    #[test]
+    fn min_capacity_up_to_max_capacity_is_valid() {
+        for min in [0, 1, 4096, 65535, 65536] {
+            let c = BufferPoolBuilder::new().min_capacity(min).validate();
+            assert_eq!(c.map(|c| c.min_capacity), Ok(min));
+        }
     }
 
     #[test]

@@ -194,6 +194,81 @@ impl<'a> PooledBuf<'a> {
     }
 }
 
+// Unwind safety: a buffer is bytes, as a `Vec<u8>` is, and its pool runs no
+// user code at all (the bytes need no `reset`; the only foreign code a pool
+// calls is a waiting task's waker, and that runs outside every lock, after
+// the grant it wakes for is booked: `waiters.rs`). Every change to the pool's
+// state is complete or not begun when a panic can happen: in the caller's
+// code while a buffer is held (the buffer is returned, or freed, by its
+// `Drop` during the unwinding, the books counting it either way), or in
+// `acquire`'s own panic at the memory limit (nothing was taken). So a pool,
+// and a buffer, seen after a caught panic, is consistent. (A buffer's bytes
+// may be half-written then, as a `Vec<u8>`'s may; a `Vec<u8>` is unwind
+// safe all the same.)
+
+/// Consistent across a panic; see the comment above this impl in the source.
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = BufferPool::new();
+/// let mut buf = pool.acquire(10);
+/// let len = catch_unwind(move || {
+///     buf.push(1);
+///     buf.len()
+/// });
+/// assert_eq!(len.unwrap(), 1);
+/// ```
+impl std::panic::UnwindSafe for PooledBuf<'_> {}
+
+/// Consistent across a panic; see the comment above the `UnwindSafe` impl
+/// in the source.
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = BufferPool::new();
+/// let buf = pool.acquire(10);
+/// assert_eq!(catch_unwind(|| buf.capacity()).unwrap(), 4096);
+/// ```
+impl std::panic::RefUnwindSafe for PooledBuf<'_> {}
+
+/// As for [`PooledBuf`].
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use std::sync::Arc;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = Arc::new(BufferPool::new());
+/// let mut buf = pool.acquire_owned(10);
+/// assert!(catch_unwind(move || buf.push(1)).is_ok());
+/// ```
+impl std::panic::UnwindSafe for OwnedPooledBuf {}
+
+/// As for [`PooledBuf`].
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use std::sync::Arc;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = Arc::new(BufferPool::new());
+/// let buf = pool.acquire_owned(10);
+/// assert!(catch_unwind(|| buf.is_empty()).unwrap());
+/// ```
+impl std::panic::RefUnwindSafe for OwnedPooledBuf {}
+
 impl OwnedPooledBuf {
     /// A guard of `buf`, which the caller has tracked (feature `track`): a
     /// `PooledBuf` taken apart keeps its record.

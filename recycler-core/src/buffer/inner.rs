@@ -27,8 +27,9 @@ pub(crate) struct PoolInner {
     /// Unique for the life of the process; keys the threads' pool indexes.
     pub(crate) id: u64,
     pub(crate) config: PoolConfig,
-    /// `log2(bucket_step)` when it is a power of two: a shift instead of a
-    /// division on the acquire path.
+    /// `log2(bucket_step)` when it is a power of two and there is no
+    /// `min_capacity`: a shift, and nothing else, on the acquire path (see
+    /// `bucket_index`).
     pub(crate) step_shift: Option<u32>,
     pub(crate) buckets: Box<[Bucket]>,
     pub(crate) ledger: Arc<Ledger>,
@@ -98,7 +99,8 @@ impl PoolInner {
         Self {
             id: registry::new_key(),
             config,
-            step_shift: step.is_power_of_two().then(|| step.trailing_zeros()),
+            step_shift: (step.is_power_of_two() && config.min_capacity == 0)
+                .then(|| step.trailing_zeros()),
             buckets,
             ledger: Arc::new(Ledger::new(config.memory_limit.map(|l| l as u64))),
             idle,

@@ -88,6 +88,6 @@ mod waiters;
 
 pub use self::builder::BufferPoolBuilder;
 pub use self::guard::{OwnedPooledBuf, PooledBuf};
-pub use self::pool::BufferPool;
+pub use self::pool::{BufferPool, BufferPoolHandle};
 pub use self::scope::Scope;
 pub use self::stats::{BucketStats, BufferPoolStats};

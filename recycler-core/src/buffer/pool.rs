@@ -102,8 +102,10 @@ impl BufferPool {
     /// A buffer of at least `capacity` bytes, empty (`len() == 0`).
     ///
     /// `capacity` is rounded up to its bucket; 0 gets the smallest. Above
-    /// `max_capacity` the buffer has exactly `capacity` bytes and is freed
-    /// when dropped (counted as non-pooled).
+    /// `max_capacity`, or below
+    /// [`min_capacity`](super::BufferPoolBuilder::min_capacity), the buffer
+    /// has exactly `capacity` bytes and is freed when dropped (counted as
+    /// non-pooled).
     ///
     /// A thread's first acquire from a pool allocates the thread's index of
     /// the pool's buckets, and its first from a bucket that bucket's cache;
@@ -185,7 +187,8 @@ impl BufferPool {
     /// [`acquire`](Self::acquire) looks before allocating (this thread's
     /// cache of the bucket, its inbox, the bucket's depot; in striped mode,
     /// the stripes) and returns `None` if that finds nothing, or if
-    /// `capacity` is above `max_capacity` (such buffers are not pooled).
+    /// `capacity` is above `max_capacity` or below `min_capacity` (such
+    /// buffers are not pooled).
     ///
     /// The counterpart of [`Recycler::try_get`](crate::Recycler::try_get).
     /// ([`try_acquire`](Self::try_acquire) is the other kind of "try": it
@@ -215,6 +218,32 @@ impl BufferPool {
             None => inner.take_pooled(idx)?,
         };
         Some(PooledBuf::new(inner, buf, home, idx as u32))
+    }
+
+    /// Like [`try_acquire_pooled`](Self::try_acquire_pooled), for a pool in
+    /// an `Arc`: an owned, `'static` buffer, if the pool holds one; never
+    /// allocates, never waits. The counterpart of
+    /// [`Recycler::try_get_owned`](crate::Recycler::try_get_owned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = Arc::new(BufferPool::new());
+    /// assert!(pool.try_acquire_owned_pooled(100).is_none()); // nothing pooled yet
+    /// drop(pool.acquire(100));
+    /// let buf = pool.try_acquire_owned_pooled(100).unwrap();
+    /// std::thread::spawn(move || assert_eq!(buf.capacity(), 4096)).join().unwrap();
+    /// assert_eq!(pool.stats().buckets[0].pooled, 1);
+    /// ```
+    #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
+    #[doc(alias = "try_acquire_pooled_owned")]
+    pub fn try_acquire_owned_pooled(self: &Arc<Self>, capacity: usize) -> Option<OwnedPooledBuf> {
+        let (buf, home, origin) = self.try_acquire_pooled(capacity)?.into_parts();
+        Some(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
     }
 
     /// Like [`acquire`](Self::acquire), for a pool in an `Arc`: the buffer
@@ -362,8 +391,8 @@ impl BufferPool {
     /// `max_idle_per_thread`), when the next buffer would take idle memory
     /// over `max_idle_memory` or all memory over `memory_limit`, or while
     /// anyone waits for memory (that memory is theirs). A capacity above
-    /// `max_capacity` has no bucket, and gets `Ok(0)`: such buffers are
-    /// never pooled. So do `count` 0 and a pool with
+    /// `max_capacity` or below `min_capacity` has no bucket, and gets
+    /// `Ok(0)`: such buffers are never pooled. So do `count` 0 and a pool with
     /// `max_idle_per_thread(0)`.
     ///
     /// # Errors
@@ -439,6 +468,54 @@ pub(crate) fn acquire_failed(err: &AcquireError) -> ! {
     panic!("BufferPool::acquire: {err}")
 }
 
+// Unwind safety: a buffer pool runs no user code inside its own critical
+// sections (its buffers need no `reset`, and the one foreign call it makes,
+// a waiting task's `Waker::wake`, runs outside every lock, after the grant
+// it wakes for is booked: `waiters.rs`), so a panic anywhere leaves it as
+// consistent as it was before (DESIGN.md, invariant 4): a buffer held by the
+// code that panics is returned or freed by its `Drop` during the unwinding,
+// and counted either way. `tests/tests/buffer_fit.rs` checks the books after
+// a panic caught around an `acquire`.
+
+/// A pool stays consistent across a panic; see the comment above this impl
+/// in the source.
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = BufferPool::new();
+/// let caught = catch_unwind(|| {
+///     let mut buf = pool.acquire(100); // `&pool` captured: no `AssertUnwindSafe`
+///     buf.extend_from_slice(b"half a frame");
+///     panic!("in user code");
+/// });
+/// assert!(caught.is_err());
+/// let b = pool.stats().buckets[0];
+/// assert_eq!((b.acquires, b.releases, b.in_use), (1, 1, 0)); // returned
+/// ```
+impl std::panic::RefUnwindSafe for BufferPool {}
+
+/// As [`RefUnwindSafe`](std::panic::RefUnwindSafe).
+///
+/// # Examples
+///
+/// ```
+/// use std::panic::catch_unwind;
+/// use recycler_core::buffer::BufferPool;
+///
+/// let pool = BufferPool::new();
+/// let pool = catch_unwind(move || {
+///     drop(pool.acquire(1));
+///     pool
+/// })
+/// .unwrap();
+/// assert_eq!(pool.stats().idle_memory, 4096);
+/// ```
+impl std::panic::UnwindSafe for BufferPool {}
+
 impl Default for BufferPool {
     fn default() -> Self {
         Self::new()
@@ -451,6 +528,7 @@ impl fmt::Debug for BufferPool {
         let c = &self.inner.config;
         f.debug_struct("BufferPool")
             .field("bucket_step", &c.bucket_step)
+            .field("min_capacity", &c.min_capacity)
             .field("max_capacity", &c.max_capacity)
             .field("max_idle_memory", &c.max_idle_memory)
             .field("memory_limit", &c.memory_limit)
@@ -460,7 +538,10 @@ impl fmt::Debug for BufferPool {
     }
 }
 
+mod handle;
 mod waiting;
+
+pub use self::handle::BufferPoolHandle;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

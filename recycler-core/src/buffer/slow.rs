@@ -173,6 +173,27 @@ impl PoolInner {
         }
     }
 
+    /// Frees a buffer its holder gives back without pooling it
+    /// (`discard`): counted as a release and a remove of the bucket it came
+    /// from (as a pool that keeps nothing counts every release), or of the
+    /// oversize entry; its memory goes back to the limit, which serves the
+    /// waiters, if any, in their order, and idle buffers are freed for them
+    /// if that is not enough (as after any release while they wait).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn discard(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        match self.buckets.get((origin & !GROWN) as usize) {
+            Some(bucket) => bucket.recycler.inner().discard(buf, home),
+            None => {
+                Counters::add_shared(&self.oversize_releases, 1);
+                drop(buf);
+            }
+        }
+        if self.under_pressure() {
+            self.reclaim_for_waiters();
+        }
+    }
+
     /// Every other release.
     #[cold]
     #[inline(never)]

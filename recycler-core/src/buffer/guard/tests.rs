@@ -5,6 +5,11 @@ use std::mem::size_of;
 
 assert_impl_all!(PooledBuf<'static>: Send, Sync);
 assert_impl_all!(OwnedPooledBuf: Send, Sync);
+assert_impl_all!(
+    PooledBuf<'static>: std::panic::UnwindSafe, std::panic::RefUnwindSafe
+);
+assert_impl_all!(OwnedPooledBuf: std::panic::UnwindSafe, std::panic::RefUnwindSafe);
+assert_impl_all!(BufferPool: std::panic::UnwindSafe, std::panic::RefUnwindSafe);
 // The pool, the buffer's box, its pointer, length and capacity (the
 // loan), its home and its origin: seven words, moved like a `Vec` and a
 // little more.

@@ -210,6 +210,40 @@ macro_rules! buf_api {
             }
         }
 
+        impl $ty {
+            /// Gives the buffer back without pooling it: it is freed now,
+            /// and its memory returned to the pool's `memory_limit` (where
+            /// it may serve a thread or task waiting for memory). Jetty's
+            /// `removeAndRelease`: for a buffer that must not be reused (one
+            /// the kernel or a TLS engine may still read after an I/O error,
+            /// say, or one that held secrets).
+            ///
+            /// Counted as a release and a remove
+            /// ([`BucketStats::removes`](crate::buffer::BucketStats::removes))
+            /// of the bucket it was acquired from (the oversize entry for a
+            /// buffer no bucket serves), as a release the pool does not keep
+            /// is counted, so the identities of the statistics hold.
+            ///
+            /// An associated function, as `Box::into_inner` is, so that it
+            /// does not shadow a method of the bytes.
+            ///
+            /// # Examples
+            ///
+            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"secret\");\nrecycler_core::buffer::", $name, "::discard(buf);\nlet s = pool.stats();\nlet b = s.buckets[0];\nassert_eq!((b.releases, b.removes, b.idle), (1, 1, 0)); // freed, not pooled\nassert_eq!(s.allocated_memory, 0);\n```")]
+            pub fn discard(this: Self) {
+                let mut this = ManuallyDrop::new(this);
+                // SAFETY: `this` is never dropped, so the buffer is taken
+                // exactly once, here.
+                let buf = unsafe { ManuallyDrop::take(&mut this.buf) }.into_buf();
+                // SAFETY: as above: the pool is read once, and never used
+                // through `this` again (an `Arc` is moved out, not cloned).
+                let pool = unsafe { std::ptr::read(&this.pool) };
+                #[cfg(feature = "track")]
+                pool.pool_inner().untrack(&buf);
+                pool.pool_inner().discard(buf, this.home, this.origin);
+            }
+        }
+
         impl Drop for $ty {
             #[inline]
             fn drop(&mut self) {
