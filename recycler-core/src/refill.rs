@@ -187,11 +187,12 @@ impl<T: Recyclable> Inner<T> {
     pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
         if self.stripes.is_some() {
             Counters::add_shared(&self.shared.adopted, 1);
-            return (obj, self.home(None, false));
+            return (obj, self.home(None, !self.config.pooling()));
         }
         let local = self.local_for_current();
         self.count_for(local, |c| &c.adopted, 1);
-        (obj, self.home(local, false))
+        // A recycler that pools nothing homes it where its release drops it.
+        (obj, self.home(local, !self.config.pooling()))
     }
 
     /// Hands out `obj`, released and passed straight to the calling thread
@@ -200,11 +201,12 @@ impl<T: Recyclable> Inner<T> {
     pub(crate) fn handed(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
         if self.stripes.is_some() {
             Counters::add_shared(&self.shared.hits, 1);
-            return (obj, self.home(None, false));
+            return (obj, self.home(None, !self.config.pooling()));
         }
         let local = self.local_for_current();
         self.count_for(local, |c| &c.hits, 1);
-        (obj, self.home(local, false))
+        // A recycler that pools nothing homes it where its release drops it.
+        (obj, self.home(local, !self.config.pooling()))
     }
 
     /// Makes up to `n` objects with the factory into the depot, where every

@@ -72,6 +72,7 @@ impl<T: Recyclable> Inner<T> {
     /// home to defer it to), count the bytes under a cap, then push into a
     /// stripe, or drop the object if every stripe is full.
     fn release_striped(&self, stripes: &Stripes<T>, obj: Box<T>, home: Home<T>, was_reset: bool) {
+        registry::enroll();
         let mut obj = obj;
         if !was_reset {
             let Some(reset) = Self::reset_releasing(obj, home) else {

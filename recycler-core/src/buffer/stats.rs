@@ -80,7 +80,8 @@ pub struct BucketStats {
     /// Buffers freed rather than kept, other than by eviction: no room in the
     /// thread's cache and the depot, over the idle-memory cap with nothing to
     /// evict, released while the pool was short of memory, grown past
-    /// `max_capacity`, freed by `trim`, and every oversize buffer.
+    /// `max_capacity`, freed by `trim`, given back with `discard` (Jetty's
+    /// `removeAndRelease`), and every oversize buffer.
     pub removes: u64,
     /// Buffers released into this bucket (a buffer that grew is released
     /// into the bucket of its new capacity).
@@ -187,8 +188,8 @@ impl BucketStats {
 pub struct BufferPoolStats {
     /// One entry per bucket, smallest capacity first.
     pub buckets: Vec<BucketStats>,
-    /// Buffers above `max_capacity`: allocated for the request and freed
-    /// when dropped.
+    /// Buffers above `max_capacity`, or below `min_capacity`: allocated
+    /// for the request and freed when dropped.
     pub oversize: BucketStats,
     /// Bytes held by idle buffers: each bucket's `idle × capacity` (the
     /// accounted figure when statistics are off).

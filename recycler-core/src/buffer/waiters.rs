@@ -47,11 +47,8 @@ impl Wake {
                 // Unwind safe: the queue's lock is not held, and the waker
                 // is consumed whether it returns or panics.
                 if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-                    // The payload's own `Drop` is user code too: should it
-                    // panic as well, that second payload is leaked.
-                    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-                        std::mem::forget(again);
-                    }
+                    // The payload's own `Drop` is user code too.
+                    crate::reclaim::forget_panic(payload);
                 }
             }
             Self::Thread(thread) => thread.unpark(),
