@@ -272,13 +272,19 @@ impl<T: Recyclable> Inner<T> {
         let mut failed = 0;
         let mut i = 0;
         while i < batch.len() {
-            if catch_unwind(AssertUnwindSafe(|| batch[i].reset())).is_ok() {
-                i += 1;
-                continue;
+            match catch_unwind(AssertUnwindSafe(|| batch[i].reset())) {
+                Ok(()) => {
+                    i += 1;
+                    continue;
+                }
+                Err(panic) => reclaim::forget_panic(panic),
             }
             failed += 1;
             let obj = batch.swap_remove(i);
-            drop(reclaim::drop_each([obj]));
+            // Swallowed, payload included (dropped inside `catch_unwind`).
+            if let Some(panic) = reclaim::drop_each([obj]) {
+                reclaim::forget_panic(panic);
+            }
         }
         if failed > 0 {
             self.count_for(mine, |c| &c.dropped, failed as u64);

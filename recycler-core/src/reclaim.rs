@@ -59,6 +59,18 @@ pub(crate) fn forget_panic(panic: Panic) {
     }
 }
 
+/// The first of two caught panics; the second one's payload is disposed of
+/// with [`forget_panic`] (dropping it in place could unwind).
+pub(crate) fn first_of(first: Option<Panic>, second: Option<Panic>) -> Option<Panic> {
+    match (first, second) {
+        (Some(first), Some(second)) => {
+            forget_panic(second);
+            Some(first)
+        }
+        (first, second) => first.or(second),
+    }
+}
+
 /// Resumes `panic`, if any, in the caller, unless the thread is exiting (a
 /// panic would escape a thread-local destructor and abort) or already
 /// panicking (it would abort too); then it is swallowed (the panic hook has
@@ -91,9 +103,7 @@ impl<T: Recyclable> Inner<T> {
         for obj in objs {
             match catch_unwind(AssertUnwindSafe(|| bytes_of(obj))) {
                 Ok(bytes) => sum = sum.saturating_add(bytes),
-                Err(panic) => {
-                    first.get_or_insert(panic);
-                }
+                Err(panic) => first = first_of(first, Some(panic)),
             }
         }
         (sum, first)
@@ -117,7 +127,7 @@ impl<T: Recyclable> Inner<T> {
         self.count_for(mine, |c| &c.dropped, objs.len() as u64);
         let measured = self.forget(&objs);
         let dropped = drop_each(objs);
-        pass_on(measured.or(dropped));
+        pass_on(first_of(measured, dropped));
     }
 
     /// Frees the idle objects in the shared depot, in every inbox, and in the
@@ -150,11 +160,11 @@ impl<T: Recyclable> Inner<T> {
         Counters::add_shared(&self.shared.dropped, n as u64);
         let mut first = None;
         for batch in &freed {
-            first = first.or(self.forget(batch));
+            first = first_of(first, self.forget(batch));
         }
         // User `Drop`s run last, with nothing borrowed or locked.
         let dropped = drop_each(freed.into_iter().flatten());
-        pass_on(first.or(dropped));
+        pass_on(first_of(first, dropped));
     }
 
     /// Whether anything `evict` reaches may hold idle objects: `own`, the

@@ -160,6 +160,54 @@ fn deferred_reset_panics_in_the_owners_drain() {
     }
 }
 
+/// A panic payload whose own `Drop` panics.
+struct Bomb;
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            panic!("payload drop failure (test)");
+        }
+    }
+}
+
+/// While set, `ResetsWithABomb::reset` panics with a [`Bomb`].
+static BOMB_ARMED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A `Recyclable` whose `reset` panics with a [`Bomb`] as its payload.
+#[derive(Default)]
+struct ResetsWithABomb;
+
+impl recycler_core::Recyclable for ResetsWithABomb {
+    fn reset(&mut self) {
+        if BOMB_ARMED.load(SeqCst) {
+            std::panic::panic_any(Bomb);
+        }
+    }
+}
+
+/// A deferred `reset` that panics is swallowed where the object leaves the
+/// inbox; the payload of that panic was dropped outside `catch_unwind`, so a
+/// payload whose `Drop` panics unwound out of the owner's `get`. Payloads
+/// are disposed of inside `catch_unwind` now.
+#[test]
+fn a_panic_payload_whose_drop_panics_stays_swallowed() {
+    let pool: Recycler<ResetsWithABomb> = Recycler::builder()
+        .reset_on_return(false)
+        .batch_size(1)
+        .build()
+        .unwrap();
+    let away = vec![pool.get()];
+    thread::scope(|s| s.spawn(move || drop(away)).join().unwrap());
+    BOMB_ARMED.store(true, SeqCst);
+    let got = catch_unwind(AssertUnwindSafe(|| pool.get()));
+    BOMB_ARMED.store(false, SeqCst);
+    assert!(got.is_ok(), "the deferred reset's panic is swallowed");
+    drop(got);
+    let s = pool.stats();
+    assert_eq!((s.created, s.dropped, s.in_use), (2, 1, 0), "{s}");
+}
+
 /// A `get` sends the thread's pending foreign releases home first; with the
 /// home's inbox and the depot full, they are dropped there, and a panicking
 /// `Drop` reaches the caller of `get`.
