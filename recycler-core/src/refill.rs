@@ -67,6 +67,10 @@ impl<T: Recyclable> Inner<T> {
         };
         self.flush_pending(local);
         // Nothing pending now: the owner path may find the cache again.
+        // (`flush_pending` pops until `pending` is empty, so a release that
+        // a `Drop` run by the flush adds is sent by the same loop; and a
+        // `get` nested in such a `Drop` sets the plain key itself only once
+        // its own flush has emptied `pending`.)
         // SAFETY: the calling thread owns `local`, a cache of this recycler,
         // until it exits (whose hook clears the index first).
         unsafe { registry::set_hot(self.hot_key, std::ptr::from_ref(local).cast()) };
