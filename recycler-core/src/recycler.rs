@@ -32,6 +32,13 @@ mod handle;
 /// (`LazyLock`), or in an `Arc` (then [`get_owned`](Self::get_owned) gives
 /// guards that are `'static`).
 ///
+/// Dropping the last `Recycler` (or the last owned guard holding it) drops
+/// every idle object and never unwinds: a panicking `Drop` of one of them is
+/// caught, the rest are dropped all the same, and the panic is swallowed
+/// (the panic hook reports it), since the drop may run where a panic would
+/// abort the process (a `Recycler` in a `thread_local!`, or the last handle
+/// dropped while another thread's exit hook holds the recycler).
+///
 /// # Examples
 ///
 /// ```
@@ -159,7 +166,11 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
     /// [`Recyclable::retained_bytes`]
     /// panics measuring the object taken (which is then counted as dropped,
-    /// and dropped). The recycler stays usable.
+    /// and dropped). Every 65,536 hits on a thread's cache, a get runs the
+    /// idle decay, which may drop objects the shared depot has no room for:
+    /// if one's `Drop` panics, the rest are dropped all the same, the object
+    /// the get had taken goes back into the cache, and the panic is then
+    /// resumed. The recycler stays usable.
     ///
     /// # Examples
     ///
