@@ -1,0 +1,123 @@
+//! W2M in `compare`: the message pipeline (see
+//! [`recycler_benches::w2m_pipeline`]), one process per global allocator,
+//! and its targets: the recycler with its defaults at least 1.5× a fresh
+//! `Box` and 1.2× `thingbuf` under every allocator.
+
+use recycler_benches::{
+    Boxed, Corpus, LockfreeLinear, LockfreeMutex, LockfreeSpinLock, Message, OPool, ObjectPool,
+    ShardedSlab, Source, Thingbuf, w2m_pipeline,
+};
+use recycler_core::Recycler;
+
+use crate::measure::{Bench, Contender};
+use crate::report::{Outcome, Unit};
+use crate::targets::{self, Check};
+
+/// A fresh `Box<Message>`, its strings and vectors allocated as it is
+/// filled and freed by the consumer.
+static BOX_MESSAGE: Boxed<Message> = Boxed::new();
+
+/// The row the ratios are about: the recycler with its defaults.
+const OURS: &str = "recycler";
+
+fn contender<'a, S: Source<Object = Message>>(
+    name: &'static str,
+    source: &'a S,
+    corpus: &'a Corpus,
+) -> Contender<'a> {
+    Contender::new(name, move |n| w2m_pipeline(source, corpus, n).elapsed)
+}
+
+/// W2M: producer fills a message, consumer checksums and releases it.
+pub(crate) fn w2m(b: &mut Bench<'_>) -> Vec<Outcome> {
+    let corpus = Corpus::new();
+    let defaults = Recycler::<Message>::new();
+    let at_home = Recycler::<Message>::builder()
+        .reset_on_return(false)
+        .build()
+        .expect("a valid configuration");
+    let chan = Thingbuf::<Message>::default();
+    let slab = ShardedSlab::<Message>::default();
+    let object_pool = ObjectPool::<Message>::default();
+    let linear = LockfreeLinear::<Message>::default();
+    let spin = LockfreeSpinLock::<Message>::default();
+    let mutex = LockfreeMutex::<Message>::default();
+    let opool = OPool::<Message>::default();
+    let c = &corpus;
+    let mut contenders = vec![
+        contender(OURS, &defaults, c),
+        contender("recycler_reset_at_home", &at_home, c),
+        Contender::new("thingbuf", |n| chan.w2m(c, n).elapsed),
+        contender("box", &BOX_MESSAGE, c),
+        contender("sharded_slab", &slab, c),
+        contender("object_pool", &object_pool, c),
+        contender("lockfree_linear", &linear, c),
+        contender("lockfree_spinlock", &spin, c),
+        contender("lockfree_mutex", &mutex, c),
+        contender("opool", &opool, c),
+    ];
+    let results = b.measure("W2M", &mut contenders);
+    drop(contenders);
+    let mut o = Outcome::new(
+        "W2M",
+        "message pipeline: one thread fills a message, another checksums and releases it",
+        Unit::MopsPerSec,
+        OURS,
+        b.alloc,
+        results,
+    );
+    let s = defaults.stats();
+    o.notes.push(format!(
+        "recycler hit ratio {:.2}% (created {}, dropped {})",
+        s.hit_ratio() * 100.0,
+        s.created,
+        s.dropped
+    ));
+    if !b.is_counting() {
+        if let Some(note) = crate::workloads::pinning_note() {
+            o.notes.push(note);
+        }
+    }
+    vec![o]
+}
+
+/// The targets of W2M, one line per allocator and target, and how the
+/// recycler with `reset_on_return(false)` compares.
+pub(crate) fn w2m_summary(group: &[Outcome]) -> Vec<String> {
+    let corpus = Corpus::new();
+    let mut lines = vec![format!(
+        "messages: a String topic, a 256..4096-byte payload, 4..8 header pairs, scalars \
+         (pseudo-random sizes, fixed seed); {:.0} bytes encoded on average",
+        corpus.mean_encoded_len()
+    )];
+    for o in group {
+        lines.push(targets::ratio(
+            &format!("recycler >= 1.5x box under {}", o.alloc),
+            Check::AtLeast(1.5),
+            o.speedup("box"),
+        ));
+        lines.push(targets::ratio(
+            &format!("recycler >= 1.2x thingbuf under {}", o.alloc),
+            Check::AtLeast(1.2),
+            o.speedup("thingbuf"),
+        ));
+    }
+    let at_home = |other: &str| {
+        group
+            .iter()
+            .map(|o| {
+                o.speedup_of("recycler_reset_at_home", other).map_or_else(
+                    || format!("{} -", o.alloc),
+                    |x| format!("{} {x:.2}x", o.alloc),
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    lines.push(format!(
+        "recycler_reset_at_home (not a target): vs box {}; vs thingbuf {}",
+        at_home("box"),
+        at_home("thingbuf")
+    ));
+    lines
+}

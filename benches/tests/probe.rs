@@ -1,0 +1,66 @@
+//! A probe for instruction counts, not a test: one run of W2 (64-byte
+//! object) or W2M (the message pipeline) for one contender, under the
+//! global allocator `RECYCLER_BENCHES_ALLOC` names, for `callgrind`:
+//!
+//! ```text
+//! PROBE_WORKLOAD=W2 PROBE_CONTENDER=recycler PROBE_N=200000 RECYCLER_BENCHES_ALLOC=mimalloc \
+//!   valgrind --tool=callgrind target/release/deps/probe-<hash> --ignored --exact probe
+//! ```
+//!
+//! Contenders: `recycler` (defaults), `recycler_reset_at_home`, `box`,
+//! `thingbuf`, `floor_queue` (W2 only). Threads are not pinned (valgrind
+//! runs one thread at a time anyway). Ignored by default.
+
+use recycler_benches::{
+    Boxed, Corpus, Dispatch, Message, Msg, QueueFloor, Thingbuf, affinity, w2_producer_consumer,
+    w2m_pipeline,
+};
+use recycler_core::Recycler;
+
+#[global_allocator]
+static GLOBAL: Dispatch = Dispatch::new();
+
+fn var(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+#[test]
+#[ignore = "a probe for callgrind (docs/BENCHMARKS.md), not a test"]
+fn probe() {
+    affinity::set_enabled(false);
+    let n: u64 = var("PROBE_N", "100000")
+        .parse()
+        .expect("PROBE_N is a count");
+    let contender = var("PROBE_CONTENDER", "recycler");
+    let at_home = || {
+        Recycler::builder()
+            .reset_on_return(false)
+            .build()
+            .expect("a valid configuration")
+    };
+    match var("PROBE_WORKLOAD", "W2").to_ascii_uppercase().as_str() {
+        "W2" => {
+            let took = match contender.as_str() {
+                "recycler" => w2_producer_consumer(&Recycler::<Msg>::new(), n),
+                "recycler_reset_at_home" => w2_producer_consumer(&at_home(), n),
+                "box" => w2_producer_consumer(&Boxed::<Msg>::new(), n),
+                "thingbuf" => Thingbuf::<Msg>::default().w2(n),
+                "floor_queue" => w2_producer_consumer(&QueueFloor::default(), n),
+                other => panic!("unknown contender {other}"),
+            };
+            eprintln!("W2 {contender} {n} objects in {took:?}");
+        }
+        "W2M" => {
+            let corpus = Corpus::new();
+            let run = match contender.as_str() {
+                "recycler" => w2m_pipeline(&Recycler::<Message>::new(), &corpus, n),
+                "recycler_reset_at_home" => w2m_pipeline(&at_home(), &corpus, n),
+                "box" => w2m_pipeline(&Boxed::<Message>::new(), &corpus, n),
+                "thingbuf" => Thingbuf::<Message>::default().w2m(&corpus, n),
+                other => panic!("unknown contender {other}"),
+            };
+            eprintln!("W2M {contender} {n} messages in {:?}", run.elapsed);
+        }
+        other => panic!("unknown workload {other}"),
+    }
+}
