@@ -225,12 +225,13 @@ mod tests {
     #[test]
     fn pins_and_restores() {
         let before = imp::allowed();
+        let expected = cpus().map(|c| c[1]);
         {
             let pin = Pin::new(Side::Consumer);
             if pin.is_pinned() {
                 let now = imp::allowed().expect("readable");
                 assert_eq!(now.len(), 1);
-                assert_eq!(Some(now[0]), cpus().map(|c| c[1]));
+                assert_eq!(Some(now[0]), expected);
             }
         }
         assert_eq!(imp::allowed(), before, "the previous mask is back");

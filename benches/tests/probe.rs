@@ -32,17 +32,17 @@ fn probe() {
         .parse()
         .expect("PROBE_N is a count");
     let contender = var("PROBE_CONTENDER", "recycler");
-    let at_home = || {
+    fn at_home<T: recycler_core::Recyclable + Default + Send + 'static>() -> Recycler<T> {
         Recycler::builder()
             .reset_on_return(false)
             .build()
             .expect("a valid configuration")
-    };
+    }
     match var("PROBE_WORKLOAD", "W2").to_ascii_uppercase().as_str() {
         "W2" => {
             let took = match contender.as_str() {
                 "recycler" => w2_producer_consumer(&Recycler::<Msg>::new(), n),
-                "recycler_reset_at_home" => w2_producer_consumer(&at_home(), n),
+                "recycler_reset_at_home" => w2_producer_consumer(&at_home::<Msg>(), n),
                 "box" => w2_producer_consumer(&Boxed::<Msg>::new(), n),
                 "thingbuf" => Thingbuf::<Msg>::default().w2(n),
                 "floor_queue" => w2_producer_consumer(&QueueFloor::default(), n),
@@ -54,7 +54,7 @@ fn probe() {
             let corpus = Corpus::new();
             let run = match contender.as_str() {
                 "recycler" => w2m_pipeline(&Recycler::<Message>::new(), &corpus, n),
-                "recycler_reset_at_home" => w2m_pipeline(&at_home(), &corpus, n),
+                "recycler_reset_at_home" => w2m_pipeline(&at_home::<Message>(), &corpus, n),
                 "box" => w2m_pipeline(&Boxed::<Message>::new(), &corpus, n),
                 "thingbuf" => Thingbuf::<Message>::default().w2m(&corpus, n),
                 other => panic!("unknown contender {other}"),

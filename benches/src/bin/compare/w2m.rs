@@ -73,10 +73,10 @@ pub(crate) fn w2m(b: &mut Bench<'_>) -> Vec<Outcome> {
         s.created,
         s.dropped
     ));
-    if !b.is_counting() {
-        if let Some(note) = crate::workloads::pinning_note() {
-            o.notes.push(note);
-        }
+    if !b.is_counting()
+        && let Some(note) = crate::workloads::pinning_note()
+    {
+        o.notes.push(note);
     }
     vec![o]
 }

@@ -401,10 +401,10 @@ fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
             )
         ));
     }
-    if !b.is_counting() {
-        if let Some(note) = pinning_note() {
-            o.notes.push(note);
-        }
+    if !b.is_counting()
+        && let Some(note) = pinning_note()
+    {
+        o.notes.push(note);
     }
     vec![o]
 }
