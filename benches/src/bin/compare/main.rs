@@ -26,9 +26,9 @@ mod child;
 mod json;
 mod legend;
 mod measure;
+mod pipelines;
 mod report;
 mod targets;
-mod w2m;
 mod workloads;
 
 use std::io::{IsTerminal, Write};

@@ -4,7 +4,7 @@
 //! To add a contender, add its line to the workload's `contenders` list
 //! below; a recycler configuration goes into
 //! [`recycler_benches::recyclers`] instead, and then appears in W1, W2, W6
-//! and W9 at once. W2M lives in `w2m.rs`. Every target line goes through
+//! and W9 at once. W2 and W2M live in `pipelines.rs`. Every target line goes through
 //! [`targets`](crate::targets), which marks it MET or MISSED.
 
 use std::time::Duration;
@@ -20,17 +20,17 @@ use recycler_benches::buffers::{
 use recycler_benches::wakeup::{Waiter, median_p99, wakeup_latencies};
 use recycler_benches::{
     Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeMutex,
-    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, QueueFloor,
-    RecyclerOwned, ShardedSlab, Source, Take, Thingbuf, VecPool, affinity, recyclers, w1_floor,
-    w1_floor_slot, w1_get_release, w2_producer_consumer, w6_migrating, w7_teardown,
-    w7_teardown_boxes, w8_scaling, w9_owner, w9_producer_consumer,
+    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned,
+    ShardedSlab, Source, Take, VecPool, affinity, recyclers, w1_floor, w1_floor_slot,
+    w1_get_release, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner,
+    w9_producer_consumer,
 };
 use recycler_core::buffer::BufferPool;
 
 use crate::measure::{Bench, Contender, Measured, median};
+use crate::pipelines::{w2, w2_summary, w2m, w2m_summary};
 use crate::report::{Outcome, Unit, column};
 use crate::targets::{self, Check};
-use crate::w2m::{w2m, w2m_summary};
 
 /// One workload of `compare`.
 pub(crate) struct Workload {
@@ -150,7 +150,7 @@ fn per_item(results: &mut [Measured], n: usize) {
 }
 
 /// `Box::new` + drop of a [`Msg`] under the process's global allocator.
-static BOX_MSG: Boxed<Msg> = Boxed::new();
+pub(crate) static BOX_MSG: Boxed<Msg> = Boxed::new();
 
 /// `Box::new` + drop of a [`Message`], then its strings and vectors.
 static BOX_MESSAGE: Boxed<Message> = Boxed::new();
@@ -194,27 +194,15 @@ fn ratios(group: &[Outcome], other: &str) -> String {
 
 /// The peer pools of W1 and W2, on [`Msg`].
 #[derive(Default)]
-struct MsgPeers {
-    slab: ShardedSlab,
-    object_pool: ObjectPool,
-    linear: LockfreeLinear,
-    spin: LockfreeSpinLock,
-    mutex: LockfreeMutex,
-    opool: OPool,
-    shark: Poolshark,
+pub(crate) struct MsgPeers {
+    pub(crate) slab: ShardedSlab,
+    pub(crate) object_pool: ObjectPool,
+    pub(crate) linear: LockfreeLinear,
+    pub(crate) spin: LockfreeSpinLock,
+    pub(crate) mutex: LockfreeMutex,
+    pub(crate) opool: OPool,
+    pub(crate) shark: Poolshark,
 }
-
-/// The peers of W2, by row name.
-const CROSS_THREAD_PEERS: [&str; 8] = [
-    "sharded_slab",
-    "object_pool",
-    "lockfree_linear",
-    "lockfree_spinlock",
-    "lockfree_mutex",
-    "opool",
-    "poolshark",
-    "thingbuf",
-];
 
 /// The thread-safe peers that striped mode must beat in W1.
 const THREAD_SAFE_PEERS: [&str; 5] = [
@@ -334,83 +322,8 @@ fn w1_summary(group: &[Outcome]) -> Vec<String> {
     ]
 }
 
-/// The row W2's ratios are about.
-const OURS_W2: &str = "recycler";
-
-fn w2_contender<'a, S: Source<Object = Msg>>(name: &'static str, source: &'a S) -> Contender<'a> {
-    Contender::new(name, move |n| w2_producer_consumer(source, n))
-}
-
-/// W2: producer/consumer across two threads.
-fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
-    let recyclers = recyclers::<Msg>();
-    let peers = MsgPeers::default();
-    let floor = QueueFloor::default();
-    let chan = Thingbuf::default();
-    let mut contenders: Vec<Contender<'_>> = recyclers
-        .iter()
-        .map(|(name, r)| w2_contender(name, r))
-        .collect();
-    contenders.extend([
-        w2_contender("box", &BOX_MSG),
-        w2_contender("sharded_slab", &peers.slab),
-        w2_contender("object_pool", &peers.object_pool),
-        w2_contender("lockfree_linear", &peers.linear),
-        w2_contender("lockfree_spinlock", &peers.spin),
-        w2_contender("lockfree_mutex", &peers.mutex),
-        w2_contender("opool", &peers.opool),
-        w2_contender("poolshark", &peers.shark),
-        Contender::new("thingbuf", |n| chan.w2(n)),
-        w2_contender("floor_queue", &floor),
-    ]);
-    let results = b.measure("W2", &mut contenders);
-    drop(contenders);
-    let mut o = Outcome::new(
-        "W2",
-        "producer/consumer: one thread gets, another reads and releases",
-        Unit::MopsPerSec,
-        recyclers[0].0,
-        b.alloc,
-        results,
-    );
-    let s = recyclers[0].1.stats();
-    o.notes.push(format!(
-        "recycler hit ratio {:.2}% (created {}, dropped {})",
-        s.hit_ratio() * 100.0,
-        s.created,
-        s.dropped
-    ));
-    if let (Some(x), Some(floor_vs_box)) = (
-        o.speedup_of("floor_queue", OURS_W2),
-        o.speedup_of("floor_queue", "box"),
-    ) {
-        let bound = if floor_vs_box >= 1.0 {
-            format!("so in this run no pool could beat box by more than {floor_vs_box:.2}x")
-        } else {
-            format!(
-                "box beat the queue alone ({:.2}x): a disturbed run, no bound here",
-                1.0 / floor_vs_box
-            )
-        };
-        o.notes.push(format!(
-            "{}; {bound}",
-            faster_or_slower(
-                "floor_queue (the queue alone, no pool, no allocation)",
-                "the recycler",
-                x
-            )
-        ));
-    }
-    if !b.is_counting()
-        && let Some(note) = pinning_note()
-    {
-        o.notes.push(note);
-    }
-    vec![o]
-}
-
 /// The fastest of `peers` in `o`, and how many times faster `ours` is.
-fn closest_peer<'p>(o: &Outcome, peers: &[&'p str]) -> Option<(&'p str, f64)> {
+pub(crate) fn closest_peer<'p>(o: &Outcome, peers: &[&'p str]) -> Option<(&'p str, f64)> {
     peers
         .iter()
         .filter_map(|p| o.speedup(p).map(|x| (*p, x)))
@@ -427,32 +340,6 @@ fn fastest_peer(group: &[Outcome], peers: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn w2_summary(group: &[Outcome]) -> Vec<String> {
-    let mut lines: Vec<String> = group
-        .iter()
-        .map(|o| {
-            targets::ratio(
-                &format!("recycler >= box under {}", o.alloc),
-                Check::AtLeast(1.0),
-                o.speedup("box"),
-            )
-        })
-        .collect();
-    for o in group {
-        let closest = closest_peer(o, &CROSS_THREAD_PEERS);
-        lines.push(targets::ratio(
-            &format!(
-                "recycler >= 2x the fastest peer under {} ({})",
-                o.alloc,
-                closest.map_or("-", |(p, _)| p)
-            ),
-            Check::AtLeast(2.0),
-            closest.map(|(_, x)| x),
-        ));
-    }
-    lines
 }
 
 /// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB.
