@@ -9,11 +9,16 @@
 //!
 //! Contenders: `recycler` (defaults), `recycler_reset_at_home`, `box`,
 //! `thingbuf`, `floor_queue` (W2 only). Threads are not pinned (valgrind
-//! runs one thread at a time anyway). Ignored by default.
+//! runs one thread at a time anyway). `PROBE_WORKLOAD=W2M1` does W2M's
+//! work on one thread (take, fill, checksum, release; `recycler` or
+//! `box`), to tell the work from the handoff in wall time. Ignored by
+//! default.
+
+use std::time::Instant;
 
 use recycler_benches::{
-    Boxed, Corpus, Dispatch, Message, Msg, QueueFloor, Thingbuf, affinity, w2_producer_consumer,
-    w2m_pipeline,
+    Boxed, Corpus, Dispatch, Message, Msg, QueueFloor, Take, Thingbuf, affinity, checksum,
+    w2_producer_consumer, w2m_pipeline,
 };
 use recycler_core::Recycler;
 
@@ -60,6 +65,29 @@ fn probe() {
                 other => panic!("unknown contender {other}"),
             };
             eprintln!("W2M {contender} {n} messages in {:?}", run.elapsed);
+        }
+        "W2M1" => {
+            fn one_thread<S: Take<Object = Message>>(source: &S, n: u64) -> std::time::Duration {
+                let corpus = Corpus::new();
+                let mut sum = 0u64;
+                let start = Instant::now();
+                for i in 0..n {
+                    let mut m = source.take();
+                    corpus.fill(&mut m, i);
+                    sum = sum.wrapping_add(checksum(std::hint::black_box(&m)));
+                }
+                std::hint::black_box(sum);
+                start.elapsed()
+            }
+            let took = match contender.as_str() {
+                "recycler" => one_thread(&Recycler::<Message>::new(), n),
+                "box" => one_thread(&Boxed::<Message>::new(), n),
+                other => panic!("unknown contender {other}"),
+            };
+            eprintln!(
+                "W2M1 {contender} {n} messages in {took:?}: {:.0} ns each",
+                took.as_secs_f64() * 1e9 / n as f64
+            );
         }
         other => panic!("unknown workload {other}"),
     }

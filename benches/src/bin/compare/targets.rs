@@ -74,7 +74,7 @@ pub(crate) fn summary(lines: &[(String, String)]) -> String {
         }
     );
     for (place, l) in lines {
-        out.push_str(&format!("    {place:<8} {l}\n"));
+        out.push_str(&format!("    {place:<12} {l}\n"));
     }
     out
 }
@@ -104,6 +104,6 @@ mod tests {
             s.starts_with("targets: 1 met, 1 missed, 1 without a figure"),
             "{s}"
         );
-        assert!(s.contains("W4       MISSED"), "{s}");
+        assert!(s.contains("W4           MISSED"), "{s}");
     }
 }

@@ -270,12 +270,12 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
             let floor = |o: &Outcome, name| o.speedup(name).map(|x| 1.0 / x);
             let slot_target = if held == 1 { 1.2 } else { 1.3 };
             o.notes.push(targets::ratio(
-                &format!("recycler's time <= {slot_target}x floor_tls_slot's"),
+                &format!("{held} held: recycler's time <= {slot_target}x floor_tls_slot's"),
                 Check::AtMost(slot_target),
                 floor(&o, "floor_tls_slot"),
             ));
             o.notes.push(targets::ratio(
-                "recycler's time <= 1.3x floor_tls_vecdeque's",
+                &format!("{held} held: recycler's time <= 1.3x floor_tls_vecdeque's"),
                 Check::AtMost(1.3),
                 floor(&o, "floor_tls_vecdeque"),
             ));
@@ -288,8 +288,8 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
                 if let Some((peer, x)) = closest {
                     o.notes.push(targets::ratio(
                         &format!(
-                            "recycler_striped faster than every thread-safe peer \
-                             (the closest, {peer}, over recycler_striped's time)"
+                            "{held} held: recycler_striped faster than every thread-safe \
+                             peer (the closest, {peer}, over recycler_striped's time)"
                         ),
                         Check::AtLeast(1.0),
                         Some(x),
@@ -368,7 +368,10 @@ fn w3(b: &mut Bench<'_>) -> Vec<Outcome> {
                 results,
             );
             o.notes.push(targets::ratio(
-                "buffer_pool never slower than vec_with_capacity",
+                &format!(
+                    "buffer_pool never slower than vec_with_capacity at {} KiB",
+                    size >> 10
+                ),
                 Check::AtLeast(1.0),
                 o.speedup("vec_with_capacity"),
             ));
@@ -455,31 +458,34 @@ fn w4(b: &mut Bench<'_>) -> Vec<Outcome> {
         let stats_cost = 100.0 * (1.0 - unbounded / stats_off);
         o.notes.extend([
             targets::line(
-                ">= 30 Mops/s unbounded",
+                &format!("{diversity}: >= 30 Mops/s unbounded"),
                 Check::AtLeast(30.0),
                 unbounded,
                 &format!("{unbounded:.1} Mops/s"),
             ),
             targets::line(
-                "the 1 MiB cap costs <= 20%",
+                &format!("{diversity}: the 1 MiB cap costs <= 20%"),
                 Check::AtMost(20.0),
                 cap_cost,
                 &format!("{cap_cost:.1}%"),
             ),
             targets::line(
-                "4 KiB hit ratio >= 99.9% with the cap",
+                &format!("{diversity}: 4 KiB hit ratio >= 99.9% with the cap"),
                 Check::AtLeast(99.9),
                 capped_hits,
                 &format!("{capped_hits:.3}%"),
             ),
             targets::line(
-                "statistics cost <= 3%",
+                &format!("{diversity}: statistics cost <= 3%"),
                 Check::AtMost(3.0),
                 stats_cost,
                 &format!("{stats_cost:.1}%"),
             ),
             targets::ratio(
-                "unbounded faster than every peer (the fastest peer's time over unbounded's)",
+                &format!(
+                    "{diversity}: unbounded faster than every peer \
+                     (the fastest peer's time over unbounded's)"
+                ),
                 Check::AtLeast(1.0),
                 Some(unbounded / peer),
             ),
@@ -518,7 +524,7 @@ fn w5(b: &mut Bench<'_>) -> Vec<Outcome> {
             // As docs/BENCHMARKS.md states them: 2x at K=1, 1.5x above.
             let within = if k == 1 { 2.0 } else { 1.5 };
             o.notes.push(targets::ratio(
-                &format!("scope's time <= {within}x bumpalo's"),
+                &format!("K={k}: scope's time <= {within}x bumpalo's"),
                 Check::AtMost(within),
                 o.speedup("bumpalo").map(|x| 1.0 / x),
             ));
