@@ -11,7 +11,7 @@
 //! The pieces:
 //!
 //! - [`Take`] and [`Source`], the faces every contender shows a workload;
-//!   the recycler ([`recyclers`], [`RecyclerOwned`]), [`Boxed`] and the
+//!   the recycler ([`recyclers()`], [`RecyclerOwned`]), [`Boxed`] and the
 //!   peer pools ([`ShardedSlab`] and the rest) implement them; [`Thingbuf`],
 //!   a channel that is its own pool, runs W2 and W2M itself;
 //! - [`Msg`], the 64-byte object of W1, W2 and W6 to W8, and [`Message`],

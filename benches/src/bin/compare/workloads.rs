@@ -5,7 +5,7 @@
 //! below; a recycler configuration goes into
 //! [`recycler_benches::recyclers`] instead, and then appears in W1, W2, W6
 //! and W9 at once. W2 and W2M live in `pipelines.rs`. Every target line goes through
-//! [`targets`](crate::targets), which marks it MET or MISSED.
+//! [`targets`], which marks it MET or MISSED.
 
 use std::time::Duration;
 
