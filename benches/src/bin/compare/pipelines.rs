@@ -193,7 +193,7 @@ pub(crate) fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
             format!("so in this run no pool could beat box by more than {floor_vs_box:.2}x")
         } else {
             format!(
-                "box beat the queue alone ({:.2}x): a disturbed run, no bound here",
+                "box beat the queue alone ({:.2}x): the floor bounds nothing in this run",
                 1.0 / floor_vs_box
             )
         };

@@ -189,9 +189,9 @@ pub(crate) fn matrix(group: &[Outcome], notes: &[String], best: bool) -> String 
     let _ = writeln!(out, "{}  {}", first.id, first.title);
     let _ = writeln!(
         out,
-        "    ({}; {}median of {samples} samples; one process per global allocator;",
+        "    ({}; median{} of {samples} samples; one process per global allocator;",
         first.unit.label(),
-        if best { "best and " } else { "" },
+        if best { " and best" } else { "" },
     );
     let _ = writeln!(
         out,
