@@ -1,8 +1,11 @@
 //! W2: one thread gets, another reads and releases, through a bounded queue
 //! (Netty's `producerConsumer`); the recycler (each configuration of
 //! `recyclers()`) against `Box` under the process's global allocator and
-//! the peer pools that can release on another thread. Time per object;
-//! throughput in objects per second.
+//! the peer pools that can release on another thread, and `thingbuf`'s
+//! channel, which is its own pool (the producer writes a recycled slot in
+//! place, the consumer reads it there). The two threads are pinned to two
+//! CPUs where the OS allows. Time per object; throughput in objects per
+//! second.
 //!
 //! The recycler's own allocations (batch vectors, channel blocks) go to the
 //! global allocator: run this suite under each with
@@ -11,7 +14,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use recycler_benches::{
     Boxed, Dispatch, LockfreeLinear, LockfreeSpinLock, Msg, OPool, ObjectPool, Poolshark,
-    ShardedSlab, Source, bench_group, recyclers, w2_producer_consumer,
+    ShardedSlab, Source, Thingbuf, bench_group, recyclers, w2_producer_consumer,
 };
 
 #[global_allocator]
@@ -48,6 +51,10 @@ fn w2(c: &mut Criterion) {
     );
     bench(&mut group, "opool", &OPool::<Msg>::default());
     bench(&mut group, "poolshark", &Poolshark::default());
+    let chan = Thingbuf::<Msg>::default();
+    group.bench_function(BenchmarkId::new("thingbuf", "2 threads"), |b| {
+        b.iter_custom(|iters| chan.w2(iters));
+    });
     group.finish();
 }
 

@@ -11,13 +11,18 @@
 //! The pieces:
 //!
 //! - [`Take`] and [`Source`], the faces every contender shows a workload;
-//!   the recycler ([`recyclers`], [`RecyclerOwned`]), [`Boxed`] and the
-//!   peer pools ([`ShardedSlab`] and the rest) implement them;
+//!   the recycler ([`recyclers()`], [`RecyclerOwned`]), [`Boxed`] and the
+//!   peer pools ([`ShardedSlab`] and the rest) implement them; [`Thingbuf`],
+//!   a channel that is its own pool, runs W2 and W2M itself;
 //! - [`Msg`], the 64-byte object of W1, W2 and W6 to W8, and [`Message`],
 //!   the message of W9 with its encoding and its [`Corpus`];
-//! - the workloads: `w1_*` to `w9_*` here, `w3_*` to `w5_*` in [`buffers`],
-//!   W10's wake-up latencies in [`wakeup`].
+//! - the workloads: `w1_*` to `w9_*` here, W2M (the message pipeline,
+//!   [`w2m_pipeline`]), `w3_*` to `w5_*` in [`buffers`], W10's wake-up
+//!   latencies in [`wakeup`];
+//! - [`affinity`]: the producer/consumer workloads (W2, W2M) pin their two
+//!   threads to two CPUs where the OS allows.
 
+pub mod affinity;
 mod alloc;
 pub mod buffer_peers;
 pub mod buffers;
@@ -27,8 +32,10 @@ pub mod global;
 mod message;
 mod payload;
 mod peers;
+mod pipeline;
 mod recyclers;
 mod source;
+mod thingbuf_channel;
 pub mod wakeup;
 mod workloads;
 
@@ -42,6 +49,8 @@ pub use crate::peers::{
     LockfreeLinear, LockfreeMutex, LockfreeSpinLock, OPool, OPoolLocal, ObjectPool, Poolshark,
     ResetAllocator, ShardedSlab, SlabGuard, SlabKey,
 };
+pub use crate::pipeline::{Pipelined, checksum, w2m_pipeline};
 pub use crate::recyclers::recyclers;
 pub use crate::source::{Boxed, FloorSlot, QueueFloor, RecyclerOwned, Source, Take};
+pub use crate::thingbuf_channel::{ResetRecycle, Thingbuf};
 pub use crate::workloads::*;

@@ -6,6 +6,7 @@ use std::ops::DerefMut;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::affinity::{Pin, Side};
 use crate::encoding::Buffers;
 use crate::message::{Corpus, EncodeBuf, Message, glance};
 use crate::payload::Msg;
@@ -43,10 +44,10 @@ pub fn w1_get_release<S: Take<Object = Msg>>(source: &S, held: usize, iters: u64
 /// Waits a little for the other side of a queue: spins, then yields the CPU
 /// so that two threads sharing one CPU still make progress.
 #[derive(Debug, Default)]
-struct Backoff(u32);
+pub(crate) struct Backoff(u32);
 
 impl Backoff {
-    fn wait(&mut self) {
+    pub(crate) fn wait(&mut self) {
         if self.0 < 64 {
             std::hint::spin_loop();
             self.0 += 1;
@@ -65,10 +66,18 @@ impl Backoff {
 /// queue: with a blocking queue, whichever side is faster parks and is woken
 /// through the kernel for nearly every object, and the benchmark measures
 /// futex wake-ups instead of the pool.
+///
+/// The producer (the calling thread, for the run) and the consumer are
+/// pinned to two different CPUs where the OS allows (see
+/// [`affinity`](crate::affinity)).
 pub fn w2_producer_consumer<S: Source<Object = Msg>>(source: &S, n: u64) -> Duration {
-    let (tx, rx) = crossbeam_channel::bounded::<S::Guard<'_>>(1024);
+    let (tx, rx) = crossbeam_channel::bounded::<S::Guard<'_>>(QUEUE);
     thread::scope(|s| {
-        let consumer = s.spawn(move || consume_polling(&rx, read_msg));
+        let consumer = s.spawn(move || {
+            let _pin = Pin::new(Side::Consumer);
+            consume_polling(&rx, read_msg)
+        });
+        let _pin = Pin::new(Side::Producer);
         let start = Instant::now();
         for i in 0..n {
             let mut g = source.take();
@@ -118,17 +127,20 @@ pub fn w6_migrating<S: Source<Object = Msg>>(source: &S, workers: usize, n: u64)
     })
 }
 
+/// The capacity of W2's, W2M's and W9's queues.
+pub(crate) const QUEUE: usize = 1024;
+
 /// W2's and W6's consumer: reads the message, as a real consumer would,
 /// then releases it.
 #[inline]
-fn read_msg<G: DerefMut<Target = Msg>>(g: G) {
+pub(crate) fn read_msg<G: DerefMut<Target = Msg>>(g: G) {
     black_box(g.words[0]);
     drop(g);
 }
 
 /// Receives items until the queue disconnects, polling while it is empty
 /// (see [`w2_producer_consumer`]), and hands each to `consume`.
-fn consume_polling<T>(rx: &crossbeam_channel::Receiver<T>, mut consume: impl FnMut(T)) {
+pub(crate) fn consume_polling<T>(rx: &crossbeam_channel::Receiver<T>, mut consume: impl FnMut(T)) {
     let mut backoff = Backoff::default();
     loop {
         match rx.try_recv() {
@@ -143,7 +155,7 @@ fn consume_polling<T>(rx: &crossbeam_channel::Receiver<T>, mut consume: impl FnM
 }
 
 /// Sends `item`, polling while the queue is full (see [`w2_producer_consumer`]).
-fn send_polling<T>(tx: &crossbeam_channel::Sender<T>, item: T) {
+pub(crate) fn send_polling<T>(tx: &crossbeam_channel::Sender<T>, item: T) {
     let mut backoff = Backoff::default();
     let mut item = item;
     loop {

@@ -15,12 +15,14 @@ use crate::report::Outcome;
 pub(crate) const PROGRESS: &str = "compare-progress: ";
 
 /// Runs workload `id` in a child process whose global allocator is
-/// `alloc`, with the short budget if `quick`; `step` is called for each of
-/// its samples, `warn` with every other line it writes to standard error.
+/// `alloc`, with the short budget if `quick`, without pinning threads if
+/// `no_pin`; `step` is called for each of its samples, `warn` with every
+/// other line it writes to standard error.
 pub(crate) fn run(
     id: &str,
     alloc: GlobalAllocator,
     quick: bool,
+    no_pin: bool,
     step: &mut dyn FnMut(&str),
     warn: &mut dyn FnMut(&str),
 ) -> Result<Vec<Outcome>, String> {
@@ -31,6 +33,9 @@ pub(crate) fn run(
     cmd.args(["--child", "--workload", id]);
     if quick {
         cmd.arg("--quick");
+    }
+    if no_pin {
+        cmd.arg("--no-pin");
     }
     cmd.env(ENV, alloc.name())
         .stdin(Stdio::null())

@@ -1,13 +1,14 @@
 //! `compare`: runs short versions of the workloads against their baselines
-//! and prints one table per workload, with medians and the ratio of
-//! recycler to each baseline.
+//! and prints a legend, then one table per workload, with medians and the
+//! ratio of recycler to each baseline, each target marked MET or MISSED,
+//! and at the end the list of every target.
 //!
 //! ```text
-//! cargo run --release -p recycler-benches --bin compare -- [--quick]
+//! cargo run --release -p recycler-benches --bin compare -- [--quick] [--no-pin]
 //!     [--workload W1,W2] [--alloc jemalloc,system,mimalloc] [--json PATH] [--plot PATH]
 //! ```
 //!
-//! The workloads whose results depend on the global allocator (W1, W2, W9)
+//! The workloads whose results depend on the global allocator (W1, W2, W2M, W9)
 //! run once per allocator, each in its own process: in this one, under the
 //! allocator `RECYCLER_BENCHES_ALLOC` chose (jemalloc by default), and in a
 //! child process per other allocator, this same executable started again
@@ -23,8 +24,11 @@
 
 mod child;
 mod json;
+mod legend;
 mod measure;
+mod pipelines;
 mod report;
+mod targets;
 mod workloads;
 
 use std::io::{IsTerminal, Write};
@@ -32,7 +36,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use measure::{Bench, Budget};
-use recycler_benches::{Dispatch, ENV, GlobalAllocator};
+use recycler_benches::{Dispatch, ENV, GlobalAllocator, affinity};
 use report::Outcome;
 use workloads::{WORKLOADS, Workload};
 
@@ -40,17 +44,22 @@ use workloads::{WORKLOADS, Workload};
 static GLOBAL: Dispatch = Dispatch::new();
 
 const USAGE: &str = "\
-usage: compare [--quick] [--workload W1,W2,...] [--alloc A,B,...] [--json PATH] [--plot PATH]
+usage: compare [--quick] [--no-pin] [--workload W1,W2,...] [--alloc A,B,...]
+               [--json PATH] [--plot PATH]
 
-Runs the workloads against their baselines and prints one table per workload.
-W1, W2 and W9 run once per global allocator, each in its own process, and
-their tables have a column per allocator; ratios compare contenders of the
-same process.
+Runs the workloads against their baselines and prints a legend, one table
+per workload with every target marked MET or MISSED, and the list of
+targets. W1, W2, W2M and W9 run once per global allocator, each in its own
+process, and their tables have a column per allocator; ratios compare
+contenders of the same process.
 
   --quick          fewer, shorter samples, W7 up to 1 Mi objects only
                    (a rough look in a few seconds)
-  --workload LIST  only these workloads, comma-separated (W1 to W10)
-  --alloc LIST     the global allocators to run W1, W2 and W9 under,
+  --no-pin         do not pin W2's and W2M's producer and consumer to two
+                   CPUs (by default they are, where the OS allows)
+  --workload LIST  only these workloads, comma-separated (W1, W2, W2M,
+                   W3 to W10)
+  --alloc LIST     the global allocators to run W1, W2, W2M and W9 under,
                    comma-separated: jemalloc, system, mimalloc, or all
                    (default: all); W1's peers run only under this
                    process's own allocator
@@ -62,12 +71,13 @@ same process.
   -h, --help       this text
 
 The global allocator of this process, and so of the workloads other than
-W1, W2 and W9, is the one RECYCLER_BENCHES_ALLOC names (system, jemalloc or
+W1, W2, W2M and W9, is the one RECYCLER_BENCHES_ALLOC names (system, jemalloc or
 mimalloc); jemalloc if it is unset.";
 
 #[derive(Debug, Default)]
 struct Args {
     quick: bool,
+    no_pin: bool,
     workloads: Vec<String>,
     allocs: Vec<GlobalAllocator>,
     json: Option<String>,
@@ -92,6 +102,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Option<Args>, String
         match flag.as_str() {
             "-h" | "--help" => return Ok(None),
             "--quick" => out.quick = true,
+            "--no-pin" => out.no_pin = true,
             "--child" => out.child = true,
             "--workload" | "--workloads" => {
                 for w in value("--workload")?.split(',').filter(|w| !w.is_empty()) {
@@ -282,6 +293,9 @@ fn count_samples(args: &Args, own: GlobalAllocator) -> usize {
 
 fn run(args: &Args) -> Result<(), String> {
     let own = GlobalAllocator::current();
+    if args.no_pin {
+        affinity::set_enabled(false);
+    }
     if args.child {
         run_child(args, own);
         return Ok(());
@@ -297,7 +311,7 @@ fn run(args: &Args) -> Result<(), String> {
         .collect();
     let also: Vec<&str> = args.allocs.iter().map(|a| a.name()).collect();
     println!(
-        "global allocator: {own} ({ENV}); W1, W2 and W9 run under {}{}\n",
+        "global allocator: {own} ({ENV}); W1, W2, W2M and W9 run under {}{}\n",
         also.join(", "),
         if others.is_empty() {
             String::new()
@@ -305,6 +319,7 @@ fn run(args: &Args) -> Result<(), String> {
             format!(" ({} in child processes)", others.join(", "))
         }
     );
+    println!("{}", legend::legend(budget, &affinity::status()));
     let to = if std::io::stderr().is_terminal() {
         ProgressTo::Bar
     } else {
@@ -313,6 +328,13 @@ fn run(args: &Args) -> Result<(), String> {
     let mut progress = Progress::new(count_samples(args, own), to);
     let mut outcomes = Vec::new();
     let mut failures = Vec::new();
+    // Every target line printed, with the table (and column) it comes from.
+    let mut target_lines: Vec<(String, String)> = Vec::new();
+    let mut keep_targets = |place: &str, notes: &[String]| {
+        for note in notes.iter().filter(|n| targets::parse(n).is_some()) {
+            target_lines.push((place.to_string(), note.clone()));
+        }
+    };
     for w in chosen(args) {
         let started = Instant::now();
         let mut done: Vec<Outcome> = Vec::new();
@@ -329,6 +351,7 @@ fn run(args: &Args) -> Result<(), String> {
                     w.id,
                     alloc,
                     args.quick,
+                    args.no_pin,
                     &mut |what| progress.step(what),
                     &mut |line| warnings.push(line.to_string()),
                 );
@@ -344,7 +367,12 @@ fn run(args: &Args) -> Result<(), String> {
             }
             progress.clear();
             for group in report::group_by_title(&done) {
-                println!("{}", report::matrix(&group, &(w.summary)(&group)));
+                let summary = (w.summary)(&group);
+                println!("{}", report::matrix(&group, &summary, w.best));
+                for o in &group {
+                    keep_targets(&format!("{} {}", w.id, o.alloc), &o.notes);
+                }
+                keep_targets(w.id, &summary);
             }
         } else {
             let mut step = |what: &str| progress.step(what);
@@ -353,6 +381,7 @@ fn run(args: &Args) -> Result<(), String> {
             progress.clear();
             for o in &done {
                 println!("{}", report::table(o));
+                keep_targets(w.id, &o.notes);
             }
         }
         println!(
@@ -362,6 +391,7 @@ fn run(args: &Args) -> Result<(), String> {
         );
         outcomes.extend(done);
     }
+    println!("{}", targets::summary(&target_lines));
     println!("took {:.1}s", progress.started.elapsed().as_secs_f64());
     if let Some(path) = &args.json {
         std::fs::write(path, report::json(&outcomes, &machine))
@@ -428,8 +458,12 @@ mod tests {
         let a = parse(&[]).unwrap().unwrap();
         assert_eq!(
             a.workloads,
-            ["W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10"]
+            [
+                "W1", "W2", "W2M", "W3", "W4", "W5", "W6", "W7", "W8", "W9", "W10"
+            ]
         );
+        assert!(!a.no_pin);
+        assert!(parse(&["--no-pin"]).unwrap().unwrap().no_pin);
         assert_eq!(a.allocs, GlobalAllocator::ALL);
         assert!(parse(&["--help"]).unwrap().is_none());
         assert!(parse(&["-h"]).unwrap().is_none());
@@ -437,6 +471,8 @@ mod tests {
 
     #[test]
     fn parses_workloads_and_allocators() {
+        let a = parse(&["--workload", "w2m"]).unwrap().unwrap();
+        assert_eq!(a.workloads, ["W2M"]);
         let a = parse(&[
             "--workload=w9,W1,w9",
             "--alloc",
@@ -466,6 +502,7 @@ mod tests {
     fn usage_names_every_flag_and_workload() {
         for flag in [
             "--quick",
+            "--no-pin",
             "--workload",
             "--alloc",
             "--json",
@@ -475,7 +512,7 @@ mod tests {
         ] {
             assert!(USAGE.contains(flag), "{flag}");
         }
-        assert!(USAGE.contains("W1 to W10"));
+        assert!(USAGE.contains("W2M") && USAGE.contains("W3 to W10"));
         assert_eq!(WORKLOADS.last().map(|w| w.id), Some("W10"));
     }
 

@@ -239,9 +239,10 @@ mod tests {
             samples: 3,
             quick: true,
         };
-        let mut calls = 0;
-        let m = measure(&mut contenders, budget, |_| calls += 1);
-        assert_eq!(calls, 6);
+        let mut order = Vec::new();
+        let m = measure(&mut contenders, budget, |c| order.push(c));
+        // Interleaved: sample 1 of every contender, then sample 2, ...
+        assert_eq!(order, ["fast", "slow", "fast", "slow", "fast", "slow"]);
         assert_eq!(m[0].median_ns, 1.0);
         assert_eq!(m[1].median_ns, 3.0);
     }

@@ -96,6 +96,14 @@ impl Outcome {
         Some(other.median_ns / ours.median_ns)
     }
 
+    /// The best (lowest) time per item among the samples of `name`.
+    pub(crate) fn best(&self, name: &str) -> Option<f64> {
+        self.results
+            .iter()
+            .find(|m| m.name == name)
+            .and_then(|m| m.samples_ns.iter().copied().min_by(f64::total_cmp))
+    }
+
     /// The median time per item of the contender `name`, if it ran.
     pub(crate) fn median(&self, name: &str) -> Option<f64> {
         self.results
@@ -139,9 +147,10 @@ pub(crate) fn table(o: &Outcome) -> String {
     let _ = writeln!(out, "{}  {}", o.id, o.title);
     let _ = writeln!(
         out,
-        "    ({}; median of {} samples)",
+        "    ({}; median of {} samples; Nx faster/slower: {} against the row, medians)",
         o.unit.label(),
-        samples
+        samples,
+        o.ours
     );
     let width = o.results.iter().map(|m| m.name.len()).max().unwrap_or(0);
     for m in &o.results {
@@ -168,10 +177,10 @@ pub(crate) fn table(o: &Outcome) -> String {
 }
 
 /// The table of one group of outcomes (see [`group_by_title`]): one column
-/// per global allocator, each cell the median and how many times faster
-/// `ours` is than that row in the same process; then each column's notes,
-/// then `notes` (about the whole group).
-pub(crate) fn matrix(group: &[Outcome], notes: &[String]) -> String {
+/// per global allocator, each cell the median (and, with `best`, the best
+/// sample) and how many times faster `ours` is than that row in the same
+/// process; then each column's notes, then `notes` (about the whole group).
+pub(crate) fn matrix(group: &[Outcome], notes: &[String], best: bool) -> String {
     let mut out = String::new();
     let Some(first) = group.first() else {
         return out;
@@ -180,13 +189,14 @@ pub(crate) fn matrix(group: &[Outcome], notes: &[String]) -> String {
     let _ = writeln!(out, "{}  {}", first.id, first.title);
     let _ = writeln!(
         out,
-        "    ({}; median of {samples} samples; one process per global allocator;",
+        "    ({}; median{} of {samples} samples; one process per global allocator;",
         first.unit.label(),
+        if best { " and best" } else { "" },
     );
     let _ = writeln!(
         out,
-        "     Nx = {} is N times faster than the row, in the same process)",
-        first.ours
+        "     Nx = the row's median time / {}'s, same process: above 1 {} is faster, below 1 slower)",
+        first.ours, first.ours
     );
     // Rows: every contender of any column, in order of first appearance.
     let mut rows: Vec<&str> = Vec::new();
@@ -198,26 +208,51 @@ pub(crate) fn matrix(group: &[Outcome], notes: &[String]) -> String {
         }
     }
     let width = rows.iter().map(|r| r.len()).max().unwrap_or(0);
-    const CELL: usize = 18;
+    // A cell: the median (9), the best (9) if shown, the ratio (8).
+    let cell_width = if best { 26 } else { 18 };
     let mut header = format!("    {:<width$}", "");
     for o in group {
-        let _ = write!(header, "  {:>9}{:<w$}", o.alloc.name(), "", w = CELL - 9);
+        let _ = write!(
+            header,
+            "  {:>9}{:<w$}",
+            o.alloc.name(),
+            "",
+            w = cell_width - 9
+        );
     }
     let _ = writeln!(out, "{}", header.trim_end());
+    if best {
+        let mut sub = format!("    {:<width$}", "");
+        for _ in group {
+            let _ = write!(
+                sub,
+                "  {:<cell_width$}",
+                format!("{:>9}{:>9}{:>8}", "median", "best", "ratio")
+            );
+        }
+        let _ = writeln!(out, "{}", sub.trim_end());
+    }
     for row in &rows {
         let mut line = format!("    {row:<width$}");
         for o in group {
             let cell = match o.results.iter().find(|m| m.name == *row) {
                 None => format!("{:>9}", "-"),
-                Some(m) if m.name == o.ours => format!("{:>9.2}", o.unit.value(m.median_ns)),
                 Some(m) => {
-                    let x = o
-                        .speedup(&m.name)
-                        .map_or_else(String::new, |x| format!("{x:.2}x"));
-                    format!("{:>9.2} {x:>7}", o.unit.value(m.median_ns))
+                    let mut cell = format!("{:>9.2}", o.unit.value(m.median_ns));
+                    if best {
+                        let b = o.best(&m.name).map_or(f64::NAN, |ns| o.unit.value(ns));
+                        let _ = write!(cell, "{b:>9.2}");
+                    }
+                    if m.name != o.ours {
+                        let x = o
+                            .speedup(&m.name)
+                            .map_or_else(String::new, |x| format!("{x:.2}x"));
+                        let _ = write!(cell, " {x:>7}");
+                    }
+                    cell
                 }
             };
-            let _ = write!(line, "  {cell:<CELL$}");
+            let _ = write!(line, "  {cell:<cell_width$}");
         }
         let _ = writeln!(out, "{}", line.trim_end());
     }
@@ -434,7 +469,7 @@ pub(crate) mod tests {
         let groups = group_by_title(&[a.clone(), b.clone()]);
         assert_eq!(groups.len(), 1);
         assert_eq!(column(&groups[0], GlobalAllocator::System), Some(&b));
-        let t = matrix(&groups[0], &["overall".to_string()]);
+        let t = matrix(&groups[0], &["overall".to_string()], false);
         assert!(t.contains("jemalloc") && t.contains("system"), "{t}");
         let box_row = t
             .lines()
@@ -451,6 +486,14 @@ pub(crate) mod tests {
             "{t}"
         );
         assert!(t.trim_end().ends_with("overall"), "{t}");
+        let t = matrix(&groups[0], &[], true);
+        assert!(t.contains("median     best   ratio"), "{t}");
+        let box_row = t
+            .lines()
+            .find(|l| l.trim_start().starts_with("box"))
+            .unwrap();
+        // jemalloc: median 6 ns = best 6 ns; ratio 3.00x.
+        assert!(box_row.contains("6.00     6.00   3.00x"), "{box_row}");
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! To add a contender, add its line to the workload's `contenders` list
 //! below; a recycler configuration goes into
 //! [`recycler_benches::recyclers`] instead, and then appears in W1, W2, W6
-//! and W9 at once.
+//! and W9 at once. W2 and W2M live in `pipelines.rs`. Every target line goes through
+//! [`targets`], which marks it MET or MISSED.
 
 use std::time::Duration;
 
@@ -19,15 +20,17 @@ use recycler_benches::buffers::{
 use recycler_benches::wakeup::{Waiter, median_p99, wakeup_latencies};
 use recycler_benches::{
     Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeMutex,
-    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, QueueFloor,
-    RecyclerOwned, ShardedSlab, Source, Take, VecPool, recyclers, w1_floor, w1_floor_slot,
-    w1_get_release, w2_producer_consumer, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling,
-    w9_owner, w9_producer_consumer,
+    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned,
+    ShardedSlab, Source, Take, VecPool, affinity, recyclers, w1_floor, w1_floor_slot,
+    w1_get_release, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner,
+    w9_producer_consumer,
 };
 use recycler_core::buffer::BufferPool;
 
 use crate::measure::{Bench, Contender, Measured, median};
+use crate::pipelines::{w2, w2_summary, w2m, w2m_summary};
 use crate::report::{Outcome, Unit, column};
+use crate::targets::{self, Check};
 
 /// One workload of `compare`.
 pub(crate) struct Workload {
@@ -42,69 +45,89 @@ pub(crate) struct Workload {
     /// (the outcomes of all processes, one per allocator), printed under
     /// its table.
     pub(crate) summary: fn(&[Outcome]) -> Vec<String>,
+    /// Whether its table shows the best sample beside the median (the
+    /// two-thread workloads, whose samples spread the most).
+    pub(crate) best: bool,
 }
 
 /// The workloads, in the order they run.
-pub(crate) const WORKLOADS: [Workload; 10] = [
+pub(crate) const WORKLOADS: [Workload; 11] = [
     Workload {
         id: "W1",
         per_allocator: true,
         run: w1,
         summary: w1_summary,
+        best: false,
     },
     Workload {
         id: "W2",
         per_allocator: true,
         run: w2,
         summary: w2_summary,
+        best: true,
+    },
+    Workload {
+        id: "W2M",
+        per_allocator: true,
+        run: w2m,
+        summary: w2m_summary,
+        best: true,
     },
     Workload {
         id: "W3",
         per_allocator: false,
         run: w3,
         summary: no_summary,
+        best: false,
     },
     Workload {
         id: "W4",
         per_allocator: false,
         run: w4,
         summary: no_summary,
+        best: false,
     },
     Workload {
         id: "W5",
         per_allocator: false,
         run: w5,
         summary: no_summary,
+        best: false,
     },
     Workload {
         id: "W6",
         per_allocator: false,
         run: w6,
         summary: no_summary,
+        best: false,
     },
     Workload {
         id: "W7",
         per_allocator: false,
         run: w7,
         summary: no_summary,
+        best: false,
     },
     Workload {
         id: "W8",
         per_allocator: false,
         run: w8,
         summary: no_summary,
+        best: false,
     },
     Workload {
         id: "W9",
         per_allocator: true,
         run: w9,
         summary: w9_summary,
+        best: false,
     },
     Workload {
         id: "W10",
         per_allocator: false,
         run: w10,
         summary: no_summary,
+        best: false,
     },
 ];
 
@@ -127,7 +150,7 @@ fn per_item(results: &mut [Measured], n: usize) {
 }
 
 /// `Box::new` + drop of a [`Msg`] under the process's global allocator.
-static BOX_MSG: Boxed<Msg> = Boxed::new();
+pub(crate) static BOX_MSG: Boxed<Msg> = Boxed::new();
 
 /// `Box::new` + drop of a [`Message`], then its strings and vectors.
 static BOX_MESSAGE: Boxed<Message> = Boxed::new();
@@ -135,9 +158,29 @@ static BOX_MESSAGE: Boxed<Message> = Boxed::new();
 /// How many times faster `ours` is than `other` in the column of `alloc`,
 /// as `1.23x` (or `-` if either is missing).
 fn ratio_in(group: &[Outcome], alloc: GlobalAllocator, other: &str) -> String {
-    column(group, alloc)
-        .and_then(|o| o.speedup(other))
-        .map_or_else(|| "-".to_string(), |x| format!("{x:.2}x"))
+    speedup_in(group, alloc, other).map_or_else(|| "-".to_string(), |x| format!("{x:.2}x"))
+}
+
+/// How many times faster `ours` is than `other` in the column of `alloc`.
+fn speedup_in(group: &[Outcome], alloc: GlobalAllocator, other: &str) -> Option<f64> {
+    column(group, alloc).and_then(|o| o.speedup(other))
+}
+
+/// `a is 1.23x faster than b` or `a is 1.23x slower than b`, from
+/// `x` = b's time / a's time: never a ratio below 1 called faster.
+pub(crate) fn faster_or_slower(a: &str, b: &str, x: f64) -> String {
+    if x >= 1.0 {
+        format!("{a} is {x:.2}x faster than {b}")
+    } else {
+        format!("{a} is {:.2}x slower than {b}", 1.0 / x)
+    }
+}
+
+/// A note for an outcome of a two-thread workload measured where its
+/// threads could not be pinned (see [`affinity`]); `None` when pinned.
+pub(crate) fn pinning_note() -> Option<String> {
+    let status = affinity::status();
+    (!status.starts_with("pinned")).then_some(status)
 }
 
 /// `ratio_in` for every column: `jemalloc 1.20x, system 2.01x, ...`.
@@ -151,26 +194,15 @@ fn ratios(group: &[Outcome], other: &str) -> String {
 
 /// The peer pools of W1 and W2, on [`Msg`].
 #[derive(Default)]
-struct MsgPeers {
-    slab: ShardedSlab,
-    object_pool: ObjectPool,
-    linear: LockfreeLinear,
-    spin: LockfreeSpinLock,
-    mutex: LockfreeMutex,
-    opool: OPool,
-    shark: Poolshark,
+pub(crate) struct MsgPeers {
+    pub(crate) slab: ShardedSlab,
+    pub(crate) object_pool: ObjectPool,
+    pub(crate) linear: LockfreeLinear,
+    pub(crate) spin: LockfreeSpinLock,
+    pub(crate) mutex: LockfreeMutex,
+    pub(crate) opool: OPool,
+    pub(crate) shark: Poolshark,
 }
-
-/// The peers of W2, by row name.
-const CROSS_THREAD_PEERS: [&str; 7] = [
-    "sharded_slab",
-    "object_pool",
-    "lockfree_linear",
-    "lockfree_spinlock",
-    "lockfree_mutex",
-    "opool",
-    "poolshark",
-];
 
 /// The thread-safe peers that striped mode must beat in W1.
 const THREAD_SAFE_PEERS: [&str; 5] = [
@@ -234,25 +266,39 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
                 b.alloc,
                 results,
             );
-            let floor = |o: &Outcome, name| o.speedup(name).map_or(f64::NAN, |x| 1.0 / x);
+            // The recycler's time as a multiple of a floor's.
+            let floor = |o: &Outcome, name| o.speedup(name).map(|x| 1.0 / x);
             let slot_target = if held == 1 { 1.2 } else { 1.3 };
-            o.notes.push(format!(
-                "targets: within {slot_target}x of floor_tls_slot (now {:.2}x), \
-                 within 1.3x of floor_tls_vecdeque (now {:.2}x)",
+            o.notes.push(targets::ratio(
+                &format!("{held} held: recycler's time <= {slot_target}x floor_tls_slot's"),
+                Check::AtMost(slot_target),
                 floor(&o, "floor_tls_slot"),
+            ));
+            o.notes.push(targets::ratio(
+                &format!("{held} held: recycler's time <= 1.3x floor_tls_vecdeque's"),
+                Check::AtMost(1.3),
                 floor(&o, "floor_tls_vecdeque"),
             ));
             if b.primary {
                 let striped = o.median("recycler_striped");
-                let slowest_margin = THREAD_SAFE_PEERS
+                let closest = THREAD_SAFE_PEERS
                     .iter()
                     .filter_map(|p| Some((*p, o.median(p)? / striped?)))
                     .min_by(|a, b| a.1.total_cmp(&b.1));
-                if let Some((peer, x)) = slowest_margin {
-                    o.notes.push(format!(
-                        "target: recycler_striped faster than every thread-safe peer \
-                         (closest: {peer}, {x:.2}x); {:.2}x the per-thread recycler",
-                        striped.unwrap_or(f64::NAN) / o.median(recyclers[0].0).unwrap_or(f64::NAN)
+                if let Some((peer, x)) = closest {
+                    o.notes.push(targets::ratio(
+                        &format!(
+                            "{held} held: recycler_striped faster than every thread-safe \
+                             peer (the closest, {peer}, over recycler_striped's time)"
+                        ),
+                        Check::AtLeast(1.0),
+                        Some(x),
+                    ));
+                    let per_thread = o.median(recyclers[0].0).unwrap_or(f64::NAN);
+                    o.notes.push(faster_or_slower(
+                        "recycler_striped",
+                        "the per-thread recycler",
+                        per_thread / striped.unwrap_or(f64::NAN),
                     ));
                 }
             }
@@ -262,63 +308,26 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
 }
 
 fn w1_summary(group: &[Outcome]) -> Vec<String> {
-    vec![format!(
-        "targets: >= 2x box under jemalloc (now {}), >= 1.6x box under mimalloc (now {})",
-        ratio_in(group, GlobalAllocator::Jemalloc, "box"),
-        ratio_in(group, GlobalAllocator::Mimalloc, "box"),
-    )]
+    vec![
+        targets::ratio(
+            "recycler >= 2x box under jemalloc",
+            Check::AtLeast(2.0),
+            speedup_in(group, GlobalAllocator::Jemalloc, "box"),
+        ),
+        targets::ratio(
+            "recycler >= 1.6x box under mimalloc",
+            Check::AtLeast(1.6),
+            speedup_in(group, GlobalAllocator::Mimalloc, "box"),
+        ),
+    ]
 }
 
-fn w2_contender<'a, S: Source<Object = Msg>>(name: &'static str, source: &'a S) -> Contender<'a> {
-    Contender::new(name, move |n| w2_producer_consumer(source, n))
-}
-
-/// W2: producer/consumer across two threads.
-fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
-    let recyclers = recyclers::<Msg>();
-    let peers = MsgPeers::default();
-    let floor = QueueFloor::default();
-    let mut contenders: Vec<Contender<'_>> = recyclers
+/// The fastest of `peers` in `o`, and how many times faster `ours` is.
+pub(crate) fn closest_peer<'p>(o: &Outcome, peers: &[&'p str]) -> Option<(&'p str, f64)> {
+    peers
         .iter()
-        .map(|(name, r)| w2_contender(name, r))
-        .collect();
-    contenders.extend([
-        w2_contender("box", &BOX_MSG),
-        w2_contender("sharded_slab", &peers.slab),
-        w2_contender("object_pool", &peers.object_pool),
-        w2_contender("lockfree_linear", &peers.linear),
-        w2_contender("lockfree_spinlock", &peers.spin),
-        w2_contender("lockfree_mutex", &peers.mutex),
-        w2_contender("opool", &peers.opool),
-        w2_contender("poolshark", &peers.shark),
-        w2_contender("floor_queue", &floor),
-    ]);
-    let results = b.measure("W2", &mut contenders);
-    drop(contenders);
-    let mut o = Outcome::new(
-        "W2",
-        "producer/consumer: one thread gets, another reads and releases",
-        Unit::MopsPerSec,
-        recyclers[0].0,
-        b.alloc,
-        results,
-    );
-    let s = recyclers[0].1.stats();
-    o.notes.push(format!(
-        "recycler hit ratio {:.2}% (created {}, dropped {})",
-        s.hit_ratio() * 100.0,
-        s.created,
-        s.dropped
-    ));
-    if let Some(x) = o.speedup("floor_queue") {
-        o.notes.push(format!(
-            "floor_queue (the queue alone, no allocation) is {:.2}x faster than \
-             the recycler: no pool can beat box by more than {:.2}x here",
-            1.0 / x,
-            o.speedup_of("floor_queue", "box").unwrap_or(f64::NAN)
-        ));
-    }
-    vec![o]
+        .filter_map(|p| o.speedup(p).map(|x| (*p, x)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The fastest of `peers` in every column, and how `ours` compares.
@@ -326,24 +335,11 @@ fn fastest_peer(group: &[Outcome], peers: &[&str]) -> String {
     group
         .iter()
         .filter_map(|o| {
-            let (peer, x) = peers
-                .iter()
-                .filter_map(|p| o.speedup(p).map(|x| (*p, x)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))?;
+            let (peer, x) = closest_peer(o, peers)?;
             Some(format!("{} {x:.2}x ({peer})", o.alloc))
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn w2_summary(group: &[Outcome]) -> Vec<String> {
-    vec![
-        format!("target: >= box ({})", ratios(group, "box")),
-        format!(
-            "target: >= 2x the fastest peer ({})",
-            fastest_peer(group, &CROSS_THREAD_PEERS)
-        ),
-    ]
 }
 
 /// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB.
@@ -371,14 +367,20 @@ fn w3(b: &mut Bench<'_>) -> Vec<Outcome> {
                 b.alloc,
                 results,
             );
-            let w = o.speedup("vec_with_capacity").unwrap_or(f64::NAN);
-            o.notes.push(format!(
-                "target: never slower than vec_with_capacity (now {w:.2}x)"
+            o.notes.push(targets::ratio(
+                &format!(
+                    "buffer_pool never slower than vec_with_capacity at {} KiB",
+                    size >> 10
+                ),
+                Check::AtLeast(1.0),
+                o.speedup("vec_with_capacity"),
             ));
             if size == 64 << 10 {
-                let z = o.speedup("vec_zeroed").unwrap_or(f64::NAN);
-                o.notes
-                    .push(format!("target: >= 2x vec_zeroed at 64 KiB (now {z:.2}x)"));
+                o.notes.push(targets::ratio(
+                    "buffer_pool >= 2x vec_zeroed at 64 KiB",
+                    Check::AtLeast(2.0),
+                    o.speedup("vec_zeroed"),
+                ));
             }
             o
         })
@@ -452,15 +454,42 @@ fn w4(b: &mut Bench<'_>) -> Vec<Outcome> {
         } else {
             f64::NAN
         };
-        o.notes.push(format!(
-            "targets: >= 30 Mops/s unbounded (now {unbounded:.1}); the 1 MiB cap costs <= 20% \
-                 (now {:.1}%); 4 KiB hit ratio >= 99.9% with the cap (now {capped_hits:.3}%); \
-                 statistics cost <= 3% (now {:.1}%); faster than every peer (now {:.2}x the \
-                 fastest)",
-            100.0 * (1.0 - capped / unbounded),
-            100.0 * (1.0 - unbounded / stats_off),
-            unbounded / peer,
-        ));
+        let cap_cost = 100.0 * (1.0 - capped / unbounded);
+        let stats_cost = 100.0 * (1.0 - unbounded / stats_off);
+        o.notes.extend([
+            targets::line(
+                &format!("{diversity}: >= 30 Mops/s unbounded"),
+                Check::AtLeast(30.0),
+                unbounded,
+                &format!("{unbounded:.1} Mops/s"),
+            ),
+            targets::line(
+                &format!("{diversity}: the 1 MiB cap costs <= 20%"),
+                Check::AtMost(20.0),
+                cap_cost,
+                &format!("{cap_cost:.1}%"),
+            ),
+            targets::line(
+                &format!("{diversity}: 4 KiB hit ratio >= 99.9% with the cap"),
+                Check::AtLeast(99.9),
+                capped_hits,
+                &format!("{capped_hits:.3}%"),
+            ),
+            targets::line(
+                &format!("{diversity}: statistics cost <= 3%"),
+                Check::AtMost(3.0),
+                stats_cost,
+                &format!("{stats_cost:.1}%"),
+            ),
+            targets::ratio(
+                &format!(
+                    "{diversity}: unbounded faster than every peer \
+                     (the fastest peer's time over unbounded's)"
+                ),
+                Check::AtLeast(1.0),
+                Some(unbounded / peer),
+            ),
+        ]);
         o
     })
     .collect()
@@ -492,15 +521,18 @@ fn w5(b: &mut Bench<'_>) -> Vec<Outcome> {
                 b.alloc,
                 results,
             );
-            let bump = o.speedup("bumpalo").unwrap_or(f64::NAN);
-            o.notes.push(format!(
-                "target: scope within 1.5x of bumpalo (now {:.2}x)",
-                1.0 / bump
+            // As docs/BENCHMARKS.md states them: 2x at K=1, 1.5x above.
+            let within = if k == 1 { 2.0 } else { 1.5 };
+            o.notes.push(targets::ratio(
+                &format!("K={k}: scope's time <= {within}x bumpalo's"),
+                Check::AtMost(within),
+                o.speedup("bumpalo").map(|x| 1.0 / x),
             ));
             if k == 200 {
-                let v = o.speedup("vec").unwrap_or(f64::NAN);
-                o.notes.push(format!(
-                    "target: scope faster than vec at K=200 (now {v:.2}x)"
+                o.notes.push(targets::ratio(
+                    "scope faster than vec at K=200",
+                    Check::AtLeast(1.0),
+                    o.speedup("vec"),
                 ));
             }
             o
@@ -537,10 +569,10 @@ fn w6(b: &mut Bench<'_>) -> Vec<Outcome> {
         s.created,
         s.dropped
     ));
-    let slab = o.speedup_of("recycler_striped", "sharded_slab");
-    o.notes.push(format!(
-        "target: recycler_striped >= 2x sharded_slab (now {:.2}x)",
-        slab.unwrap_or(f64::NAN)
+    o.notes.push(targets::ratio(
+        "recycler_striped >= 2x sharded_slab",
+        Check::AtLeast(2.0),
+        o.speedup_of("recycler_striped", "sharded_slab"),
     ));
     vec![o]
 }
@@ -588,10 +620,13 @@ fn w7(b: &mut Bench<'_>) -> Vec<Outcome> {
         .and_then(|o| o.results.first())
         .map(|m| m.median_ns);
     if let (Some(first), Some(last), Some(o)) = (first, last, outcomes.last_mut()) {
-        o.notes.push(format!(
-            "target: flat within 2x from N=16Ki to N=4Mi (now {:.2}x from 16Ki to {}Mi)",
-            last / first,
-            largest >> 20
+        o.notes.push(targets::ratio(
+            &format!(
+                "time per object flat within 2x from N=16Ki to N=4Mi (here to {}Mi)",
+                largest >> 20
+            ),
+            Check::AtMost(2.0),
+            Some(last / first),
         ));
     }
     outcomes
@@ -624,11 +659,11 @@ fn w8(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
-    if let Some(x) = o.speedup("recycler_1_thread") {
-        o.notes.push(format!(
-            "target: 2 threads >= 1.8x one thread (now {x:.2}x)"
-        ));
-    }
+    o.notes.push(targets::ratio(
+        "2 threads >= 1.8x one thread, aggregate",
+        Check::AtLeast(1.8),
+        o.speedup("recycler_1_thread"),
+    ));
     vec![o]
 }
 
