@@ -76,14 +76,17 @@ mod index;
 mod inner;
 mod limit;
 mod loan;
+mod overdraft;
 mod owner;
 mod pool;
 mod prefill;
 mod raw;
+pub(crate) mod reserve;
 mod scope;
 mod slow;
 mod stats;
 mod wait;
+mod wait_counts;
 mod waiters;
 
 pub use self::builder::BufferPoolBuilder;

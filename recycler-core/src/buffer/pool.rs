@@ -267,10 +267,8 @@ impl BufferPool {
     /// ```
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
-        match self.try_acquire_owned(capacity) {
-            Ok(buf) => buf,
-            Err(err) => acquire_failed(&err),
-        }
+        let (buf, home, origin) = self.acquire(capacity).into_parts();
+        OwnedPooledBuf::new(Arc::clone(self), buf, home, origin)
     }
 
     /// Like [`try_acquire`](Self::try_acquire), for a pool in an `Arc`; see
