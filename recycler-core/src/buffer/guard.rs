@@ -201,7 +201,8 @@ impl<'a> PooledBuf<'a> {
 // state is complete or not begun when a panic can happen: in the caller's
 // code while a buffer is held (the buffer is returned, or freed, by its
 // `Drop` during the unwinding, the books counting it either way), or in
-// `acquire`'s own panic at the memory limit (nothing was taken). So a pool,
+// `acquire`'s own panic for a size no buffer can have or when the
+// allocator fails (nothing was taken). So a pool,
 // and a buffer, seen after a caught panic, is consistent. (A buffer's bytes
 // may be half-written then, as a `Vec<u8>`'s may; a `Vec<u8>` is unwind
 // safe all the same.)
