@@ -91,6 +91,112 @@ fn fifty_tasks_put_slice_at_a_small_limit_never_panic_and_the_books_balance() {
     assert_eq!(total.acquires, total.pooled + total.non_pooled, "{s}");
 }
 
+/// Many tasks that grow their buffers with `reserve_async` at a small
+/// limit, on two workers: none overdraws, all finish (some after waiting),
+/// the limit holds, and the books balance. A timeout on each wait keeps a
+/// wait for memory idle in another worker's cache from hanging the test;
+/// those that give up count as cancelled.
+#[test]
+fn many_tasks_reserve_async_at_a_small_limit_never_overdraw() {
+    const TASKS: usize = 32;
+    const LIMIT: usize = 96 * KIB;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(LIMIT)
+            .max_idle_per_thread(1)
+            .build()
+            .unwrap(),
+    );
+    let done = rt.block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let pool = Arc::clone(&pool);
+                tokio::spawn(async move {
+                    let mut served = 0;
+                    for round in 0..10 {
+                        let Ok(Ok(mut buf)) = tokio::time::timeout(
+                            Duration::from_millis(200),
+                            pool.acquire_owned_async(4 * KIB),
+                        )
+                        .await
+                        else {
+                            continue;
+                        };
+                        let want = 4 * KIB * (1 + (t + round) % 4);
+                        let grown = tokio::time::timeout(
+                            Duration::from_millis(200),
+                            buf.reserve_async(want),
+                        )
+                        .await;
+                        if let Ok(Ok(())) = grown {
+                            assert!(buf.capacity() >= want);
+                            buf.put_slice(&vec![t as u8; want]); // room: no growth
+                            served += 1;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                    served
+                })
+            })
+            .collect();
+        let mut done = 0;
+        for task in tasks {
+            done += task.await.expect("no task panics");
+        }
+        done
+    });
+    drop(rt);
+    let s = pool.stats();
+    assert!(done > 0, "{s}");
+    assert_eq!((s.overdrafts, s.overdraft_memory), (0, 0), "{s}");
+    assert!(s.allocated_memory <= LIMIT as u64, "{s}");
+    let total = s.total();
+    assert_eq!(total.waiting, 0, "{s}");
+    assert!(
+        total.waits > 0,
+        "32 tasks of up to 20 KiB each, 96 KiB: some wait: {s}"
+    );
+    assert_eq!(total.timeouts, 0, "only async waits: {s}");
+    assert_quiet(&s);
+}
+
+/// The same writers with `hard_limit(true)`: still no panic; every
+/// overdraft is a violation.
+#[test]
+fn a_hard_limit_never_panics_either() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(16 * KIB)
+            .hard_limit(true)
+            .build()
+            .unwrap(),
+    );
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let mut out = pool.acquire_owned(1);
+                    out.put_slice(&[1; 10_000]);
+                    out.put_slice(&[2; 10_000]);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("no writer panics");
+    }
+    let s = pool.stats();
+    assert!(s.overdrafts > 0, "{s}");
+    assert_eq!(s.limit_violations, s.overdrafts, "{s}");
+    assert_quiet(&s);
+}
+
 /// tokio's `read_buf` into a full buffer at the limit goes through
 /// `BufMut::chunk_mut`, which grows it: as an overdraft.
 #[test]

@@ -211,6 +211,11 @@ macro_rules! buf_api {
             /// the buffer unchanged; memory reserved for it goes to the
             /// next waiter. Safe in `tokio::time::timeout` and `select!`.
             ///
+            /// The buffer stays held while it waits: if the limit is full
+            /// of buffers whose holders all wait to grow them, none is
+            /// served. Give such waits a timeout, or acquire the whole size
+            /// up front.
+            ///
             /// # Examples
             ///
             /// ```
