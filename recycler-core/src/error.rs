@@ -115,8 +115,9 @@ impl Error for ConfigError {}
 /// [`BufferPool::acquire_timeout`](crate::buffer::BufferPool::acquire_timeout),
 /// [`BufferPool::acquire_async`](crate::buffer::BufferPool::acquire_async),
 /// their owned forms, [`BufferPool::prefill`](crate::buffer::BufferPool::prefill),
-/// [`Scope::try_alloc`](crate::buffer::Scope::try_alloc) and
-/// [`PooledBuf::try_reserve`](crate::buffer::PooledBuf::try_reserve).
+/// [`Scope::try_alloc`](crate::buffer::Scope::try_alloc),
+/// [`PooledBuf::try_reserve`](crate::buffer::PooledBuf::try_reserve) and
+/// [`PooledBuf::reserve_async`](crate::buffer::PooledBuf::reserve_async).
 ///
 /// The message names the setting or the limit concerned and the numbers.
 ///
@@ -155,8 +156,10 @@ pub enum AcquireError {
     },
     /// The pool's `memory_limit` does not leave room for the buffer, even
     /// after freeing the idle buffers it could reach (and, for
-    /// `acquire_timeout`, after waiting); or the buffer is larger than the
-    /// limit itself, so that no wait could ever end.
+    /// `acquire_timeout`, after waiting); or the buffer (or a growth, for
+    /// `reserve_async`) is larger than the limit itself, so that no wait
+    /// could ever end. The methods that cannot fail never see it: they make
+    /// an overdraft instead.
     LimitExceeded {
         /// The capacity asked for, in bytes: the `capacity` argument, a
         /// scope's slice length, or for a growth the length plus the bytes

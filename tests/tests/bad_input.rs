@@ -385,12 +385,12 @@ fn acquire_extremes() {
     assert!(msg.contains(&format!("the largest possible is {}", max_for(4096))));
     let limited = BufferPool::builder().memory_limit(4096).build().unwrap();
     let held = limited.acquire(1);
-    let msg = panic_message(|| drop(limited.acquire(1)));
-    assert_eq!(
-        msg,
-        "BufferPool::acquire: `memory_limit` exceeded: 1 byte requested (4096 to allocate), \
-         4096 of 4096 bytes already allocated"
-    );
+    // At the limit: no panic, an overdraft (invariant 8), freed when dropped.
+    let over = limited.acquire(1);
+    assert_eq!(over.capacity(), 4096);
+    assert_eq!(limited.stats().overdrafts, 1);
+    drop(over);
+    assert_eq!(limited.stats().overdraft_memory, 0);
     drop(held);
     for p in [&pool, &aligned, &limited] {
         assert_books_balance(&p.stats());
@@ -503,8 +503,9 @@ fn owned_acquires_extremes() {
         pool.try_acquire_owned(1),
         Err(AcquireError::LimitExceeded { .. })
     ));
-    let msg = panic_message(|| drop(pool.acquire_owned(1)));
-    assert!(msg.starts_with("BufferPool::acquire: `memory_limit` exceeded"));
+    // At the limit: an overdraft, not a panic (invariant 8).
+    drop(pool.acquire_owned(1));
+    assert_eq!(pool.stats().overdrafts, 1);
     drop(held);
     assert_eq!(Arc::strong_count(&pool), 1, "no buffer kept the pool");
 }
@@ -628,30 +629,40 @@ fn growth_at_the_memory_limit() {
             limit: 8192
         }
     );
-    let msg = panic_message(|| b.push(0));
-    assert!(
-        msg.starts_with("pooled buffer cannot grow: `memory_limit`"),
-        "{msg}"
-    );
-    let err = b.write(b"x").unwrap_err();
-    assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
-    assert!(err.to_string().contains("`memory_limit` exceeded"), "{err}");
-    let msg = panic_message(|| o.push(0));
+    // The infallible growths are overdrafts at the limit (invariant 8),
+    // `io::Write` too (without `hard_limit`).
+    b.push(0);
+    b.write_all(b"x").unwrap();
+    o.push(0);
+    o.extend_from_slice(&[0; 10]);
+    assert_eq!((b.capacity(), o.capacity()), (8192, 8192));
+    let s = pool.stats();
     assert_eq!(
-        msg,
-        "pooled buffer cannot grow: `memory_limit` exceeded: 4097 bytes requested \
-         (4096 to allocate), \
-         8192 of 8192 bytes already allocated"
+        (s.overdrafts, s.overdraft_memory, s.allocated_memory),
+        (2, 8192, 8192)
     );
-    let msg = panic_message(|| o.extend_from_slice(&[0; 10]));
-    assert!(msg.starts_with("pooled buffer cannot grow"), "{msg}");
-    assert_eq!((b.len(), o.len()), (4096, 4096), "unchanged");
+    b.truncate(4096);
+    o.truncate(4096);
+    assert_eq!((b.len(), o.len()), (4096, 4096), "the bytes were kept");
     assert!(b.iter().all(|&x| x == 1) && o.iter().all(|&x| x == 2));
     drop(b);
-    // Room again: the growth doubles.
-    o.push(3);
-    assert_eq!(o.capacity(), 8192);
     drop(o);
+    assert_eq!(pool.stats().overdraft_memory, 0, "overdrafts are freed");
+    // A hard limit: `io::Write` fails instead, and nothing panics.
+    let hard = BufferPool::builder()
+        .memory_limit(4096)
+        .hard_limit(true)
+        .build()
+        .unwrap();
+    let mut h = hard.acquire(1);
+    h.resize(4096, 1);
+    let err = h.write(b"x").unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+    assert!(err.to_string().contains("`memory_limit` exceeded"), "{err}");
+    h.push(0);
+    assert_eq!(hard.stats().limit_violations, 1);
+    drop(h);
+    assert_books_balance(&hard.stats());
     assert_books_balance(&pool.stats());
 }
 
@@ -690,13 +701,9 @@ fn bytes_buf_mut_extremes() {
     let limited = Arc::new(BufferPool::builder().memory_limit(4096).build().unwrap());
     let mut full = limited.acquire_owned(1);
     full.resize(4096, 0);
-    let msg = panic_message(|| {
-        let _ = full.chunk_mut();
-    });
-    assert!(
-        msg.starts_with("pooled buffer cannot grow: `memory_limit` exceeded"),
-        "{msg}"
-    );
+    // It grows all the same: an overdraft (invariant 8).
+    assert_eq!(full.chunk_mut().len(), 4096);
+    assert_eq!(limited.stats().overdrafts, 1);
     // An empty buffer into `Bytes`: empty, and the memory still returns.
     drop(full);
     let empty = limited.acquire_owned(0);
@@ -704,6 +711,7 @@ fn bytes_buf_mut_extremes() {
     assert!(bytes.is_empty());
     drop(bytes);
     assert_eq!(limited.stats().buckets[0].idle, 1);
+    assert_eq!(limited.stats().overdraft_memory, 0);
 }
 
 // --- Scope -------------------------------------------------------------------
@@ -784,15 +792,13 @@ fn scope_at_the_memory_limit() {
             limit: 8192
         }
     );
-    let msg = panic_message(|| {
-        let _ = scope.alloc(1);
-    });
-    assert!(
-        msg.starts_with("Scope::alloc: `memory_limit` exceeded"),
-        "{msg}"
-    );
+    // `alloc` does not panic there: a buffer of its own, an overdraft.
+    let over = scope.alloc(1);
+    over[0] = 9;
+    assert_eq!((over.len(), pool.stats().overdrafts), (1, 1));
     assert_eq!(scope.alloc(0).len(), 0, "no memory needed");
     drop(scope);
+    assert_eq!(pool.stats().overdraft_memory, 0, "freed with the scope");
     // A pool whose buckets are 1 byte: every slice gets its own buffer or
     // a one-byte chunk.
     let tiny = BufferPool::builder()

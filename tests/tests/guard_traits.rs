@@ -402,11 +402,12 @@ fn extend_grows_like_extend_from_slice() {
 }
 
 #[test]
-#[should_panic(expected = "pooled buffer cannot grow: `memory_limit` exceeded")]
-fn extend_past_the_memory_limit_panics_as_documented() {
+fn extend_past_the_memory_limit_is_an_overdraft_as_documented() {
     let pool = BufferPool::builder().memory_limit(4 * KIB).build().unwrap();
     let mut buf = pool.acquire(1);
     buf.extend(std::iter::repeat_n(1u8, 4 * KIB + 1));
+    assert_eq!(buf.len(), 4 * KIB + 1);
+    assert_eq!(pool.stats().overdrafts, 1);
 }
 
 #[test]

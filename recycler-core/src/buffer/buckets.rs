@@ -58,11 +58,28 @@ impl PoolInner {
 
     /// Grows `buf` to hold at least `needed` bytes: to twice its capacity or
     /// `needed` if more, rounded up to a bucket (not past `max_capacity`
-    /// unless `needed` is), charging the ledger.
-    pub(crate) fn grow(&self, buf: &mut Buf, needed: usize) -> Result<(), AcquireError> {
+    /// unless `needed` is), charging the ledger; past the limit, as an
+    /// overdraft if `overdraft` (see [`super::overdraft`]).
+    pub(crate) fn grow(
+        &self,
+        buf: &mut Buf,
+        needed: usize,
+        overdraft: bool,
+    ) -> Result<(), AcquireError> {
+        let target = self.growth_target(buf, needed)?;
+        if target <= buf.capacity() {
+            return Ok(());
+        }
+        self.grow_exact(buf, target, overdraft)
+            .map_err(|err| err.requested_as(needed))
+    }
+
+    /// The capacity a growth of `buf` to hold `needed` bytes allocates (see
+    /// [`grow`](Self::grow)); its capacity if it holds them already.
+    pub(crate) fn growth_target(&self, buf: &Buf, needed: usize) -> Result<usize, AcquireError> {
         let cap = buf.capacity();
         if needed <= cap {
-            return Ok(());
+            return Ok(cap);
         }
         let step = self.config.bucket_step;
         let max = self.config.max_capacity;
@@ -80,19 +97,38 @@ impl PoolInner {
                     max: AlignedBuf::max_capacity(align),
                 });
             }
-            return self
-                .grow_exact(buf, needed)
-                .map_err(|err| err.requested_as(needed));
+            return Ok(needed);
         }
-        self.grow_exact(buf, target)
-            .map_err(|err| err.requested_as(needed))
+        Ok(target)
     }
 
-    fn grow_exact(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+    /// Grows `buf` to `target` bytes, reserved on the ledger; past the
+    /// limit, as an overdraft if `overdraft`.
+    fn grow_exact(
+        &self,
+        buf: &mut Buf,
+        target: usize,
+        overdraft: bool,
+    ) -> Result<(), AcquireError> {
         let extra = target - buf.capacity();
-        self.reserve(extra)?;
+        match self.reserve(extra) {
+            Ok(()) => self.grow_reserved(buf, target),
+            Err(AcquireError::LimitExceeded { .. }) if overdraft => {
+                self.grow_overdraft(buf, target)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Grows `buf` to `target` bytes, whose growth the caller reserved on
+    /// the ledger; frees the reservation if the allocator fails.
+    pub(crate) fn grow_reserved(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+        let extra = target - buf.capacity();
         match buf.raw_mut().try_grow(target) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                buf.charge(extra);
+                Ok(())
+            }
             Err(err) => {
                 self.ledger.free(extra as u64);
                 Err(err)

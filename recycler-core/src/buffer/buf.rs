@@ -26,6 +26,13 @@ pub(crate) struct Buf {
     /// it (the owner path does not pay for it); it never shrinks.
     #[recycle(skip)]
     init: usize,
+    /// The bytes of the capacity that are on the ledger; credited back when
+    /// the buffer drops. The capacity, except for an overdraft: a buffer
+    /// allocated, or grown, past the `memory_limit` (see
+    /// [`super::overdraft`]) holds the rest outside the ledger, and is
+    /// never pooled.
+    #[recycle(skip)]
+    charged: usize,
     /// Where the capacity is charged; credited back when the buffer drops.
     #[recycle(skip)]
     ledger: Arc<Ledger>,
@@ -35,11 +42,38 @@ impl Buf {
     /// Wraps `raw`, whose capacity the caller has reserved on `ledger`.
     pub(crate) fn new(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
         Self {
+            charged: raw.capacity(),
             raw,
             len: 0,
             init: 0,
             ledger,
         }
+    }
+
+    /// Wraps `raw`, an overdraft: none of its bytes are on `ledger`, which
+    /// the caller has told of them ([`Ledger::overdraw`]).
+    pub(crate) fn overdraft(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
+        Self {
+            charged: 0,
+            raw,
+            len: 0,
+            init: 0,
+            ledger,
+        }
+    }
+
+    /// Whether some of its bytes are outside the ledger: an overdraft,
+    /// never pooled.
+    #[inline(always)]
+    pub(crate) fn overdrawn(&self) -> bool {
+        self.charged != self.raw.capacity()
+    }
+
+    /// Records `bytes` more of the capacity as on the ledger, after a growth
+    /// the caller reserved them for.
+    pub(crate) fn charge(&mut self, bytes: usize) {
+        self.charged += bytes;
+        debug_assert!(self.charged <= self.raw.capacity());
     }
 
     #[inline(always)]
@@ -148,7 +182,13 @@ impl Buf {
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        self.ledger.free(self.raw.capacity() as u64);
+        let over = self.raw.capacity() - self.charged;
+        if over != 0 {
+            self.ledger.repay(over as u64);
+        }
+        if self.charged != 0 {
+            self.ledger.free(self.charged as u64);
+        }
     }
 }
 

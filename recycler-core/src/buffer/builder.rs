@@ -28,6 +28,9 @@ pub(crate) struct PoolConfig {
     pub(crate) statistics: bool,
     /// Striped mode's stripes per bucket (a power of two), or `None`.
     pub(crate) striped: Option<usize>,
+    /// `hard_limit(true)`: `io::Write` fails at the limit, and every
+    /// overdraft counts as a violation.
+    pub(crate) hard_limit: bool,
 }
 
 impl PoolConfig {
@@ -42,6 +45,7 @@ impl PoolConfig {
         max_idle_per_thread: 64,
         statistics: true,
         striped: None,
+        hard_limit: false,
     };
 
     /// The number of buckets.
@@ -100,7 +104,7 @@ impl fmt::Debug for BufferPoolBuilder {
     ///     format!("{builder:?}"),
     ///     "BufferPoolBuilder { bucket_step: 4096, min_capacity: 0, max_capacity: 65536, \
     ///      max_idle_memory: Some(1048576), memory_limit: None, alignment: 1, \
-    ///      max_idle_per_thread: 64, statistics: true, striped: None }"
+    ///      max_idle_per_thread: 64, statistics: true, striped: None, hard_limit: false }"
     /// );
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -115,6 +119,7 @@ impl fmt::Debug for BufferPoolBuilder {
             .field("max_idle_per_thread", &c.max_idle_per_thread)
             .field("statistics", &c.statistics)
             .field("striped", &c.striped)
+            .field("hard_limit", &c.hard_limit)
             .finish()
     }
 }
@@ -226,15 +231,36 @@ impl BufferPoolBuilder {
         self
     }
 
-    /// A hard cap on all the memory the pool's buffers hold, in use and
-    /// idle, pooled or not (like the JDK's `MaxDirectMemorySize`; default:
-    /// none). At least `bucket_step`.
+    /// A cap on the memory the pool's buffers hold, in use and idle, pooled
+    /// or not (like the JDK's `MaxDirectMemorySize`; default: none). At
+    /// least `bucket_step`.
     ///
-    /// [`BufferPool::try_acquire`] that would cross it first frees the idle
-    /// buffers it can reach and retries, then fails with
+    /// **The methods that can fail, fail or wait.**
+    /// [`BufferPool::try_acquire`], [`PooledBuf::try_reserve`](super::PooledBuf::try_reserve),
+    /// [`BufferPool::prefill`] and [`Scope::try_alloc`](super::Scope::try_alloc)
+    /// that would cross it first free the idle buffers they can reach and
+    /// retry, then fail with
     /// [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
-    /// [`BufferPool::acquire_timeout`] also waits for other threads to
-    /// release; [`BufferPool::acquire`] panics.
+    /// [`BufferPool::acquire_timeout`], [`BufferPool::acquire_async`] and
+    /// [`PooledBuf::reserve_async`](super::PooledBuf::reserve_async) wait
+    /// for memory to be freed. For them the limit is hard.
+    ///
+    /// **The methods that cannot fail never panic at it.**
+    /// [`BufferPool::acquire`] and the writes that grow a buffer (`push`,
+    /// `extend_from_slice`, `reserve`, `resize`, `Extend`, `bytes::BufMut`,
+    /// and `io::Write` unless [`hard_limit`](Self::hard_limit) is set) are
+    /// served past it, when even after freeing the idle buffers they can
+    /// reach the limit has no room, as an **overdraft**: a buffer (or the
+    /// part of a growth) allocated for the request outside the limit, never
+    /// pooled, freed when released. Overdrafts are counted in
+    /// [`BufferPoolStats::overdrafts`](super::BufferPoolStats::overdrafts),
+    /// and the bytes they hold now in
+    /// [`overdraft_memory`](super::BufferPoolStats::overdraft_memory). So the
+    /// limit bounds the pooled memory exactly, and all memory up to the
+    /// overdrafts, which the statistics show. A program that must never pass
+    /// it uses the fallible methods only, and can set
+    /// [`hard_limit`](Self::hard_limit) to have any overdraft counted as a
+    /// violation.
     ///
     /// # Examples
     ///
@@ -242,14 +268,59 @@ impl BufferPoolBuilder {
     /// use recycler_core::buffer::BufferPool;
     ///
     /// let pool = BufferPool::builder().memory_limit(16 * 1024).build()?;
-    /// let a = pool.acquire(16 * 1024);
-    /// assert!(pool.try_acquire(1).is_err());
-    /// drop(a);
+    /// let mut a = pool.acquire(16 * 1024);
+    /// assert!(pool.try_acquire(1).is_err()); // fallible: fails
+    /// assert!(a.try_reserve(64 * 1024).is_err());
+    /// a.extend_from_slice(&[0; 20_000]); // infallible: grown as an overdraft
+    /// let b = pool.acquire(1); // an overdraft too
+    /// let s = pool.stats();
+    /// assert_eq!((s.overdrafts, s.allocated_memory), (2, 16 * 1024));
+    /// assert_eq!(s.overdraft_memory, 16 * 1024 + 4096); // a grew by 16 KiB, b is 4 KiB
+    /// drop((a, b)); // overdrafts are freed, never pooled
+    /// let s = pool.stats();
+    /// assert_eq!((s.overdraft_memory, s.allocated_memory, s.idle_memory), (0, 0, 0));
     /// assert!(pool.try_acquire(1).is_ok());
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.config.memory_limit = Some(bytes);
+        self
+    }
+
+    /// Whether the `memory_limit` is meant to be hard (default: false). No
+    /// method panics at the limit either way; with `true`:
+    ///
+    /// - `io::Write` into a buffer that cannot grow under the limit returns
+    ///   an error of kind `OutOfMemory` (with `false` it grows as an
+    ///   overdraft, as `Vec` and `BytesMut` always grow);
+    /// - the methods that cannot fail (`acquire`, `push`,
+    ///   `extend_from_slice`, `reserve`, `bytes::BufMut`...) are still
+    ///   served as overdrafts past the limit, rather than panic, and each
+    ///   such overdraft is also counted in
+    ///   [`BufferPoolStats::limit_violations`](super::BufferPoolStats::limit_violations):
+    ///   0 there means the limit held. Use the fallible methods
+    ///   (`try_acquire`, `acquire_timeout`, `acquire_async`, `try_reserve`,
+    ///   `reserve_async`) to keep it 0.
+    ///
+    /// Without a `memory_limit` it changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().memory_limit(4096).hard_limit(true).build()?;
+    /// let mut buf = pool.acquire(4096);
+    /// let err = buf.write_all(&[0; 5000]).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory);
+    /// buf.extend_from_slice(&[0; 5000]); // infallible: an overdraft, no panic
+    /// let s = pool.stats();
+    /// assert_eq!((s.overdrafts, s.limit_violations), (1, 1));
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn hard_limit(mut self, hard: bool) -> Self {
+        self.config.hard_limit = hard;
         self
     }
 
@@ -464,144 +535,4 @@ impl Default for BufferPoolBuilder {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    fn err(b: BufferPoolBuilder) -> ConfigError {
-        b.validate().unwrap_err()
-    }
-
-    #[test]
-    fn defaults_are_jettys() {
-        let c = BufferPoolBuilder::new().validate().unwrap();
-        assert_eq!(c, PoolConfig::DEFAULT);
-        assert_eq!(c.buckets(), 16);
-    }
-
-    #[test]
-    fn every_bad_setting_is_named() {
-        let b = BufferPoolBuilder::new;
-        assert_eq!(
-            err(b().bucket_step(0)),
-            ConfigError::Zero {
-                field: "bucket_step"
-            }
-        );
-        assert_eq!(
-            err(b().max_capacity(100)).to_string(),
-            "`max_capacity` is 100, below `bucket_step` (4096); it must be at least that"
-        );
-        assert!(matches!(
-            err(b().max_capacity(4097)),
-            ConfigError::NotMultiple {
-                field: "max_capacity",
-                ..
-            }
-        ));
-        assert_eq!(
-            err(b().bucket_step(1).max_capacity(4097)),
-            ConfigError::TooLarge {
-                field: "max_capacity",
-                value: 4097,
-                max: 4096
-            }
-        );
-        for bad in [0, 3, 4095] {
-            assert_eq!(
-                err(b().alignment(bad)),
-                ConfigError::NotPowerOfTwo {
-                    field: "alignment",
-                    value: bad
-                }
-            );
-        }
-        assert!(matches!(
-            err(b().alignment(1 << 31)),
-            ConfigError::TooLarge {
-                field: "alignment",
-                ..
-            }
-        ));
-        assert_eq!(
-            err(b().memory_limit(0)),
-            ConfigError::Zero {
-                field: "memory_limit"
-            }
-        );
-        assert!(matches!(
-            err(b().memory_limit(100)),
-            ConfigError::Below {
-                field: "memory_limit",
-                ..
-            }
-        ));
-        assert_eq!(
-            err(b().min_capacity(65537)),
-            ConfigError::Below {
-                field: "max_capacity",
-                value: 65536,
-                other: "min_capacity",
-                other_value: 65537
-            }
-        );
-        assert_eq!(
-            err(b().max_capacity(8192).min_capacity(10_000)).to_string(),
-            "`max_capacity` is 8192, below `min_capacity` (10000); it must be at least that"
-        );
-        let huge = usize::MAX / 2 + 1;
-        assert!(matches!(
-            err(b().bucket_step(huge).max_capacity(huge)),
-            ConfigError::TooLarge {
-                field: "max_capacity",
-                ..
-            }
-        ));
-    }
-
-    #[test]
-    fn debug_names_every_setting_and_no_private_type() {
-        let b = BufferPoolBuilder::new()
-            .bucket_step(1000)
-            .min_capacity(300)
-            .max_capacity(8000)
-            .max_idle_memory(5)
-            .memory_limit(6000)
-            .alignment(64)
-            .max_idle_per_thread(7)
-            .statistics(false)
-            .striped(3);
-        let text = format!("{b:?}");
-        assert!(
-            !text.contains("PoolConfig") && !text.contains("config"),
-            "{text}"
-        );
-        assert_eq!(
-            text,
-            "BufferPoolBuilder { bucket_step: 1000, min_capacity: 300, max_capacity: 8000, \
-             max_idle_memory: Some(5), \
-             memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false, \
-             striped: Some(3) }"
-        );
-        // An invalid setting is shown as set: `Debug` checks nothing.
-        assert!(format!("{:?}", BufferPoolBuilder::new().alignment(3)).contains("alignment: 3,"));
-    }
-
-    #[test]
-    fn min_capacity_up_to_max_capacity_is_valid() {
-        for min in [0, 1, 4096, 65535, 65536] {
-            let c = BufferPoolBuilder::new().min_capacity(min).validate();
-            assert_eq!(c.map(|c| c.min_capacity), Ok(min));
-        }
-    }
-
-    #[test]
-    fn zero_idle_cap_and_zero_per_thread_are_valid() {
-        assert!(
-            BufferPoolBuilder::new()
-                .max_idle_memory(0)
-                .max_idle_per_thread(0)
-                .validate()
-                .is_ok()
-        );
-    }
-}
+mod tests;

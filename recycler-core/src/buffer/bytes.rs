@@ -45,12 +45,14 @@ macro_rules! buf_mut {
             }
 
             /// The spare capacity; a full buffer first grows (by at least
-            /// 64 bytes, rounded up to a bucket).
+            /// 64 bytes, rounded up to a bucket): at the pool's
+            /// `memory_limit`, as an overdraft, as
+            /// [`push`](Self::push) grows, so tokio's `read_buf` never
+            /// panics there.
             ///
             /// # Panics
             ///
-            /// If a full buffer cannot grow: at the pool's `memory_limit`,
-            /// or if the allocator fails.
+            /// If a full buffer cannot grow because the allocator fails.
             #[inline]
             fn chunk_mut(&mut self) -> &mut UninitSlice {
                 if self.len() == self.capacity() {

@@ -201,7 +201,8 @@ impl<'a> PooledBuf<'a> {
 // state is complete or not begun when a panic can happen: in the caller's
 // code while a buffer is held (the buffer is returned, or freed, by its
 // `Drop` during the unwinding, the books counting it either way), or in
-// `acquire`'s own panic at the memory limit (nothing was taken). So a pool,
+// `acquire`'s own panic for a size no buffer can have or when the
+// allocator fails (nothing was taken). So a pool,
 // and a buffer, seen after a caught panic, is consistent. (A buffer's bytes
 // may be half-written then, as a `Vec<u8>`'s may; a `Vec<u8>` is unwind
 // safe all the same.)
@@ -282,20 +283,23 @@ impl OwnedPooledBuf {
     }
 }
 
-/// Makes room for `additional` more bytes, or says why not. `origin` is the
-/// guard's, marked [`GROWN`] if the buffer grows.
+/// Makes room for `additional` more bytes, or says why not; past the memory
+/// limit as an overdraft if `overdraft` (see [`super::overdraft`]), else
+/// the limit's error. `origin` is the guard's, marked [`GROWN`] if the
+/// buffer grows.
 #[inline]
-fn try_reserve(
+pub(super) fn try_reserve(
     pool: &PoolInner,
     loan: &mut Loan,
     origin: &mut u32,
     additional: usize,
+    overdraft: bool,
 ) -> Result<(), AcquireError> {
     if loan.capacity() - loan.len() >= additional {
         return Ok(());
     }
     let len = loan.len();
-    let grown = grow(pool, loan.buf_mut(), len, *origin, additional);
+    let grown = grow(pool, loan.buf_mut(), len, *origin, additional, overdraft);
     loan.refresh();
     *origin = grown?;
     Ok(())
@@ -314,6 +318,7 @@ fn grow(
     len: usize,
     origin: u32,
     additional: usize,
+    overdraft: bool,
 ) -> Result<u32, AcquireError> {
     // `len + additional` overflowing is one more size no buffer can have:
     // the same error, with `requested` saturated.
@@ -323,12 +328,14 @@ fn grow(
     })?;
     // SAFETY: `len` is the loan's length: within the capacity, initialized.
     unsafe { buf.set_len(len) };
-    pool.grow(buf, needed)?;
+    pool.grow(buf, needed, overdraft)?;
     // The release sees at once that the buffer left its bucket's capacity.
     Ok(origin | GROWN)
 }
 
-/// Makes room for `additional` more bytes, or panics as `Vec` does.
+/// Makes room for `additional` more bytes: past the memory limit as an
+/// overdraft; panics, as `Vec` does, only for a size no buffer can have or
+/// when the allocator fails.
 #[inline]
 fn reserve(pool: &PoolInner, loan: &mut Loan, origin: &mut u32, additional: usize) {
     if loan.capacity() - loan.len() < additional {
@@ -348,7 +355,7 @@ fn grow_or_panic(
     origin: u32,
     additional: usize,
 ) -> u32 {
-    match grow(pool, buf, len, origin, additional) {
+    match grow(pool, buf, len, origin, additional, true) {
         Ok(origin) => origin,
         Err(err) => panic!("pooled buffer cannot grow: {err}"),
     }

@@ -14,6 +14,7 @@ use super::builder::PoolConfig;
 use super::index::PoolLocal;
 use super::limit::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
+use super::wait_counts::WaitCounts;
 use crate::builder::Config;
 use crate::cache::Local;
 use crate::idle::{Evict, IdleAccount};
@@ -40,6 +41,8 @@ pub(crate) struct PoolInner {
     pub(crate) exit_hook: Weak<dyn ExitFlush>,
     pub(crate) oversize_acquires: StatCounter,
     pub(crate) oversize_releases: StatCounter,
+    /// Waits for oversize buffers (and growths past `max_capacity`).
+    pub(crate) oversize_waits: WaitCounts,
     /// The home of buffers above `max_capacity`: a placeholder, never owned,
     /// that their release never looks at (their origin sends them to be
     /// freed).
@@ -60,6 +63,9 @@ pub(crate) struct Bucket {
     pub(crate) recycler: Recycler<Buf>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     pub(crate) outgrown: StatCounter,
+    /// Waits at the memory limit for buffers of this bucket (or growths to
+    /// its capacity).
+    pub(crate) waits: WaitCounts,
 }
 
 impl PoolInner {
@@ -92,6 +98,7 @@ impl PoolInner {
                     capacity,
                     recycler: Recycler::from_parts(Box::new(never_called), core, shared),
                     outgrown: StatCounter::new(0),
+                    waits: WaitCounts::default(),
                 }
             })
             .collect();
@@ -108,6 +115,7 @@ impl PoolInner {
             exit_hook: this.clone(),
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
+            oversize_waits: WaitCounts::default(),
             oversize_home: Local::new(0, 1, std::ptr::null()),
             scope_chunk: {
                 let chunk = config.max_capacity.min(64 << 10).div_ceil(step) * step;
@@ -162,7 +170,12 @@ impl PoolInner {
                 let outgrown = bucket.outgrown.load(Relaxed);
                 let idle = if counted { t.idle() } else { 0 };
                 idle_memory += idle * bucket.capacity as u64;
+                let (waiting, waits, timeouts, cancelled) = bucket.waits.read();
                 BucketStats {
+                    waiting,
+                    waits,
+                    timeouts,
+                    cancelled,
                     capacity: bucket.capacity,
                     acquires: if counted { t.gets() } else { 0 },
                     pooled: if counted { t.hits } else { 0 },
@@ -180,6 +193,7 @@ impl PoolInner {
         let acquires = self.oversize_acquires.load(Relaxed);
         let releases = self.oversize_releases.load(Relaxed);
         let accounted = self.accounted_idle();
+        let (waiting, waits, timeouts, cancelled) = self.oversize_waits.read();
         BufferPoolStats {
             buckets,
             oversize: BucketStats {
@@ -193,6 +207,10 @@ impl PoolInner {
                 in_use: acquires.saturating_sub(releases),
                 idle: 0,
                 prefilled: 0,
+                waiting,
+                waits,
+                timeouts,
+                cancelled,
             },
             idle_memory: if counted { idle_memory } else { accounted },
             allocated_memory: self.ledger.allocated(),
@@ -200,6 +218,9 @@ impl PoolInner {
             max_idle_memory: self.config.max_idle_memory.map(|n| n as u64),
             memory_limit: self.config.memory_limit.map(|n| n as u64),
             statistics: counted,
+            overdrafts: self.ledger.overdrafts.load(Relaxed),
+            overdraft_memory: self.ledger.overdrawn(),
+            limit_violations: self.ledger.violations.load(Relaxed),
         }
     }
 }

@@ -31,7 +31,7 @@ use super::inner::PoolInner;
 use super::waiters::WaitQueue;
 use crate::error::AcquireError;
 use crate::idle;
-use crate::loom::{AtomicU64, Ordering::Relaxed};
+use crate::loom::{AtomicU64, Ordering::Relaxed, StatCounter};
 
 /// The bit of [`Ledger::state`] that says someone waits for memory.
 const WAITING: u64 = 1 << 63;
@@ -54,6 +54,14 @@ pub(crate) struct Ledger {
     limit: u64,
     /// Those waiting for memory, first come first served.
     pub(crate) waiters: WaitQueue,
+    /// Bytes allocated now outside the limit: overdrafts (see
+    /// [`super::overdraft`]). Touched only when an overdraft is made or
+    /// freed.
+    overdraft: StatCounter,
+    /// Overdrafts made: acquires and growths served outside the limit.
+    pub(crate) overdrafts: StatCounter,
+    /// Overdrafts made by a pool with `hard_limit(true)`.
+    pub(crate) violations: StatCounter,
 }
 
 impl Ledger {
@@ -62,7 +70,30 @@ impl Ledger {
             state: AtomicU64::new(0),
             limit: limit.unwrap_or(u64::MAX),
             waiters: WaitQueue::new(),
+            overdraft: StatCounter::new(0),
+            overdrafts: StatCounter::new(0),
+            violations: StatCounter::new(0),
         }
+    }
+
+    /// Records `bytes` allocated outside the limit, an overdraft (`hard`:
+    /// by a pool with `hard_limit(true)`, a violation of it too).
+    pub(crate) fn overdraw(&self, bytes: u64, hard: bool) {
+        self.overdraft.fetch_add(bytes, Relaxed);
+        self.overdrafts.fetch_add(1, Relaxed);
+        if hard {
+            self.violations.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Records `bytes` of an overdraft freed.
+    pub(crate) fn repay(&self, bytes: u64) {
+        self.overdraft.fetch_sub(bytes, Relaxed);
+    }
+
+    /// Bytes allocated now outside the limit.
+    pub(crate) fn overdrawn(&self) -> u64 {
+        self.overdraft.load(Relaxed)
     }
 
     /// The limit, if any.

@@ -18,19 +18,24 @@
 //!   the released buffer dropped. Counted in per-thread deltas: no shared
 //!   write per operation, and a documented overshoot bound.
 //! - **Memory limit** ([`memory_limit`](BufferPoolBuilder::memory_limit)).
-//!   A hard cap on all buffer memory: reserve, else free idle buffers and
+//!   A cap on all buffer memory: reserve, else free idle buffers and
 //!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
-//!   [`BufferPool::acquire_async`] (a task) and
-//!   [`BufferPool::acquire_timeout`] (a thread) wait for memory to be freed,
-//!   in one queue, first come first served; [`BufferPool::prefill`] warms a
-//!   bucket within the limits.
+//!   [`BufferPool::acquire_async`] (a task), [`PooledBuf::reserve_async`]
+//!   (a growth) and [`BufferPool::acquire_timeout`] (a thread) wait for
+//!   memory to be freed, in one queue, first come first served;
+//!   [`BufferPool::prefill`] warms a bucket within the limits. The methods
+//!   that cannot fail (`acquire`, `push`, `BufMut`, `io::Write`...) never
+//!   panic there: they are served as counted **overdrafts**, outside the
+//!   limit and never pooled ([`hard_limit`](BufferPoolBuilder::hard_limit)
+//!   counts them as violations, and makes `io::Write` fail).
 //! - **Alignment** ([`alignment`](BufferPoolBuilder::alignment)), e.g. 4096
 //!   for `O_DIRECT` or io_uring registered buffers.
 //! - **Scopes.** [`BufferPool::scope`] lends `&mut [u8]` slices from pooled
 //!   buffers and returns them all when it drops.
 //! - **Statistics.** [`BufferPool::stats`]: per bucket acquires, hits,
-//!   evictions and the rest, from per-thread counters; its `Display` is a
-//!   Jetty-style dump.
+//!   evictions and the rest, from per-thread counters, and the waits at the
+//!   limit (waiting now, waits, timeouts, cancellations); the overdrafts;
+//!   its `Display` is a Jetty-style dump.
 //! - **`bytes`** (feature). `bytes::BufMut` for the buffers, and
 //!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy.
 //!
@@ -76,14 +81,17 @@ mod index;
 mod inner;
 mod limit;
 mod loan;
+mod overdraft;
 mod owner;
 mod pool;
 mod prefill;
 mod raw;
+pub(crate) mod reserve;
 mod scope;
 mod slow;
 mod stats;
 mod wait;
+mod wait_counts;
 mod waiters;
 
 pub use self::builder::BufferPoolBuilder;

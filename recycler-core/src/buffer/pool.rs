@@ -112,14 +112,21 @@ impl BufferPool {
     /// after that, acquires and releases served by the pool allocate
     /// nothing but the buffers themselves.
     ///
+    /// Never panics at the `memory_limit`, and never waits there: when even
+    /// after freeing the idle buffers it can reach the pool has no room, the
+    /// buffer is an **overdraft**, allocated outside the limit, freed (not
+    /// pooled) when dropped, and counted in
+    /// [`BufferPoolStats::overdrafts`](super::BufferPoolStats::overdrafts)
+    /// (see [`memory_limit`](super::BufferPoolBuilder::memory_limit)). To
+    /// fail or wait at the limit instead, use
+    /// [`try_acquire`](Self::try_acquire),
+    /// [`acquire_timeout`](Self::acquire_timeout) or
+    /// [`acquire_async`](Self::acquire_async).
+    ///
     /// # Panics
     ///
-    /// Where [`try_acquire`](Self::try_acquire) fails: like
-    /// `Vec::with_capacity`, for a size no allocation can have (above
-    /// `isize::MAX`) or that the allocator refuses; and, with a
-    /// `memory_limit`, when even after freeing the idle buffers it can reach
-    /// the pool has no room (it does not wait: use
-    /// [`acquire_timeout`](Self::acquire_timeout) for that).
+    /// Like `Vec::with_capacity`, only for a size no allocation can have
+    /// (above `isize::MAX`) or that the allocator refuses.
     ///
     /// # Examples
     ///
@@ -131,6 +138,13 @@ impl BufferPool {
     /// assert!(buf.is_empty());
     /// assert_eq!(buf.capacity(), 8192);
     /// assert_eq!(pool.acquire(0).capacity(), 4096);
+    ///
+    /// let limited = BufferPool::builder().memory_limit(4096).build()?;
+    /// let held = limited.acquire(4096);
+    /// let over = limited.acquire(4096); // no room: an overdraft, no panic
+    /// assert_eq!(limited.stats().overdrafts, 1);
+    /// # drop((held, over));
+    /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
@@ -149,7 +163,9 @@ impl BufferPool {
     /// thread's caches, the depots, the inboxes) and retries.
     ///
     /// The "try" of `Vec::try_reserve`: it allocates if it must, and
-    /// returns an error where [`acquire`](Self::acquire) would panic. For
+    /// returns an error where [`acquire`](Self::acquire) would panic (a
+    /// size no allocation can have, the allocator failing) or make an
+    /// overdraft (the memory limit). For
     /// the "try" of [`Recycler::try_get`](crate::Recycler::try_get) (only a
     /// pooled buffer, never an allocation), see
     /// [`try_acquire_pooled`](Self::try_acquire_pooled).
@@ -193,7 +209,7 @@ impl BufferPool {
     /// The counterpart of [`Recycler::try_get`](crate::Recycler::try_get).
     /// ([`try_acquire`](Self::try_acquire) is the other kind of "try": it
     /// allocates if it must, and fails with an error at the memory limit
-    /// instead of panicking, as `Vec::try_reserve` does.)
+    /// where `acquire` makes an overdraft.)
     ///
     /// # Examples
     ///
@@ -267,10 +283,8 @@ impl BufferPool {
     /// ```
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
-        match self.try_acquire_owned(capacity) {
-            Ok(buf) => buf,
-            Err(err) => acquire_failed(&err),
-        }
+        let (buf, home, origin) = self.acquire(capacity).into_parts();
+        OwnedPooledBuf::new(Arc::clone(self), buf, home, origin)
     }
 
     /// Like [`try_acquire`](Self::try_acquire), for a pool in an `Arc`; see
@@ -461,7 +475,8 @@ impl BufferPool {
     }
 }
 
-/// `acquire`'s panic, out of line.
+/// `acquire`'s panic (a size no allocation can have, the allocator
+/// failing), out of line.
 #[cold]
 #[inline(never)]
 pub(crate) fn acquire_failed(err: &AcquireError) -> ! {

@@ -151,10 +151,15 @@ impl<'a> Scope<'a> {
     /// fails; like every slice, it starts at a non-null address aligned to
     /// the pool's alignment.
     ///
+    /// At the pool's `memory_limit`, where [`try_alloc`](Self::try_alloc)
+    /// fails, it does not panic: the slice gets a buffer of its own, taken
+    /// as [`BufferPool::acquire`] takes one there, an overdraft (see
+    /// [`memory_limit`](super::BufferPoolBuilder::memory_limit)).
+    ///
     /// # Panics
     ///
-    /// Where [`try_alloc`](Self::try_alloc) fails, as
-    /// [`BufferPool::acquire`] does.
+    /// Where [`BufferPool::acquire`] does: for a size no allocation can
+    /// have, or if the allocator fails.
     ///
     /// # Examples
     ///
@@ -178,8 +183,28 @@ impl<'a> Scope<'a> {
     pub fn alloc(&self, len: usize) -> &mut [u8] {
         match self.try_alloc(len) {
             Ok(bytes) => bytes,
+            Err(AcquireError::LimitExceeded { .. }) => self.alloc_overdraft(len),
             Err(err) => alloc_failed(&err),
         }
+    }
+
+    /// `alloc` at the memory limit: a buffer of its own for the slice, as
+    /// `acquire` takes one (an overdraft).
+    #[cold]
+    #[inline(never)]
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "an arena's `&self -> &mut` pattern, argued in `try_alloc`"
+    )]
+    #[cfg_attr(feature = "track", track_caller)]
+    fn alloc_overdraft(&self, len: usize) -> &mut [u8] {
+        let mut buf = self.pool.acquire(len);
+        let ptr = buf.init_to(len);
+        self.with_held(|held| held.push(buf));
+        // SAFETY: as for `take`'s result (the same steps, with `acquire`):
+        // the buffer's first `len` bytes, initialized, held by the scope
+        // until it drops, lent out once, here.
+        unsafe { slice::from_raw_parts_mut(ptr, len) }
     }
 
     /// `len` zero bytes from a pooled buffer.

@@ -15,14 +15,22 @@ use crate::loom::Arc;
 use crate::stats::Counters;
 
 impl PoolInner {
-    /// `acquire` when the owner path found nothing; panics where
-    /// `try_acquire` fails. Out of line, so that the inlined owner path
-    /// stays small and returns its buffer in registers.
+    /// `acquire` when the owner path found nothing: at the memory limit, an
+    /// overdraft ([`super::overdraft`]); panics, as `Vec::with_capacity`
+    /// does, only for a size no allocation can have or when the allocator
+    /// fails. Out of line, so that the inlined owner path stays small and
+    /// returns its buffer in registers.
     #[cold]
     #[inline(never)]
     #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn acquire_cold(&self, capacity: usize, idx: usize) -> PooledBuf<'_> {
-        match self.acquire_slow(capacity, idx) {
+        let got = match self.acquire_slow(capacity, idx) {
+            Err(AcquireError::LimitExceeded { .. }) => self
+                .acquire_overdraft(capacity, idx)
+                .map_err(|err| err.requested_as(capacity)),
+            other => other,
+        };
+        match got {
             Ok((buf, home, origin)) => PooledBuf::new(self, buf, home, origin),
             Err(err) => super::pool::acquire_failed(&err),
         }
@@ -207,6 +215,15 @@ impl PoolInner {
             return;
         };
         let inner = bucket.recycler.inner();
+        if buf.overdrawn() {
+            // An overdraft is never pooled nor handed over: freed, counted
+            // as a release and a remove of the bucket it came from.
+            inner.discard(buf, home);
+            if self.under_pressure() {
+                self.reclaim_for_waiters();
+            }
+            return;
+        }
         if self.under_pressure() {
             // A waiter for this bucket reuses the buffer itself; else it is
             // freed for the waiters.

@@ -90,6 +90,24 @@ pub struct BucketStats {
     pub in_use: u64,
     /// Buffers of this bucket idle now.
     pub idle: u64,
+    /// Waits for memory at the `memory_limit` in the queue now: acquires
+    /// ([`acquire_async`](super::BufferPool::acquire_async),
+    /// [`acquire_timeout`](super::BufferPool::acquire_timeout)) of this
+    /// bucket, and growths
+    /// ([`reserve_async`](super::PooledBuf::reserve_async)) to its
+    /// capacity. Counted only on the waiting paths.
+    pub waiting: u64,
+    /// Waits that joined the queue, ever (served, given up or cancelled
+    /// since, or `waiting` still).
+    pub waits: u64,
+    /// Blocking waits ([`acquire_timeout`](super::BufferPool::acquire_timeout))
+    /// that gave up at their deadline.
+    pub timeouts: u64,
+    /// Async waits ([`acquire_async`](super::BufferPool::acquire_async),
+    /// [`reserve_async`](super::PooledBuf::reserve_async)) dropped while in
+    /// the queue, before they were served: a `tokio::time::timeout` that
+    /// fired, a `select!` that took another branch.
+    pub cancelled: u64,
 }
 
 impl BucketStats {
@@ -118,6 +136,7 @@ impl BucketStats {
             && self.idle == 0
             && self.in_use == 0
             && self.prefilled == 0
+            && self.waits == 0
     }
 
     /// Adds `other`'s counts to these (saturating); the capacity is kept.
@@ -131,6 +150,10 @@ impl BucketStats {
         self.releases = self.releases.saturating_add(other.releases);
         self.in_use = self.in_use.saturating_add(other.in_use);
         self.idle = self.idle.saturating_add(other.idle);
+        self.waiting = self.waiting.saturating_add(other.waiting);
+        self.waits = self.waits.saturating_add(other.waits);
+        self.timeouts = self.timeouts.saturating_add(other.timeouts);
+        self.cancelled = self.cancelled.saturating_add(other.cancelled);
     }
 
     /// The counts, in the words of [`RecyclerStats`](crate::RecyclerStats)'s
@@ -156,6 +179,13 @@ impl BucketStats {
         )?;
         if self.prefilled != 0 {
             write!(f, ", prefilled {}", self.prefilled)?;
+        }
+        if self.waits != 0 {
+            write!(
+                f,
+                ", waits {} (waiting {}, timed out {}, cancelled {})",
+                self.waits, self.waiting, self.timeouts, self.cancelled
+            )?;
         }
         Ok(())
     }
@@ -204,6 +234,21 @@ pub struct BufferPoolStats {
     pub max_idle_memory: Option<u64>,
     /// The pool's `memory_limit`, if set.
     pub memory_limit: Option<u64>,
+    /// Overdrafts made: acquires and growths that the `memory_limit` had no
+    /// room for, served outside it by the methods that cannot fail
+    /// (`acquire`, `push`, `extend_from_slice`, `reserve`, `bytes::BufMut`,
+    /// `io::Write` without `hard_limit`). An overdraft buffer is freed, not
+    /// pooled, when released. See
+    /// [`BufferPoolBuilder::memory_limit`](super::BufferPoolBuilder::memory_limit).
+    pub overdrafts: u64,
+    /// Bytes the overdrafts hold now, outside the limit: not in
+    /// `allocated_memory`. All the memory of the pool's buffers is
+    /// `allocated_memory + overdraft_memory`.
+    pub overdraft_memory: u64,
+    /// Overdrafts made by a pool built with
+    /// [`hard_limit(true)`](super::BufferPoolBuilder::hard_limit): the times
+    /// the limit did not hold. 0 otherwise.
+    pub limit_violations: u64,
     /// Whether the owner path's counts were kept (see
     /// [`BufferPoolBuilder::statistics`](super::BufferPoolBuilder::statistics));
     /// when not, `acquires`, `pooled`, `releases`, `in_use` and `idle` are 0.
@@ -349,6 +394,17 @@ impl fmt::Display for BufferPoolStats {
             Bytes(self.allocated_memory),
             Cap(self.memory_limit),
         )?;
+        if self.overdrafts != 0 {
+            write!(
+                f,
+                "; overdrafts {} ({} now)",
+                self.overdrafts,
+                Bytes(self.overdraft_memory)
+            )?;
+        }
+        if self.limit_violations != 0 {
+            write!(f, "; limit violations {}", self.limit_violations)?;
+        }
         if !self.statistics {
             f.write_str("; statistics off")?;
         }
@@ -399,6 +455,9 @@ mod tests {
             max_idle_memory: Some(1 << 20),
             memory_limit: None,
             statistics: true,
+            overdrafts: 0,
+            overdraft_memory: 0,
+            limit_violations: 0,
         };
         let text = stats.to_string();
         let lines: Vec<&str> = text.lines().collect();
@@ -437,6 +496,10 @@ mod tests {
             in_use: 7 * n,
             idle: 8 * n,
             prefilled: 9 * n,
+            waiting: 10 * n,
+            waits: 11 * n,
+            timeouts: 12 * n,
+            cancelled: 13 * n,
         };
         let stats = BufferPoolStats {
             buckets: vec![count(1), count(10)],
@@ -450,6 +513,9 @@ mod tests {
             max_idle_memory: None,
             memory_limit: None,
             statistics: true,
+            overdrafts: 0,
+            overdraft_memory: 0,
+            limit_violations: 0,
         };
         assert_eq!(
             stats.total(),
@@ -471,7 +537,12 @@ mod tests {
                 .starts_with(" oversize: acquires 100"),
             "{text}"
         );
-        assert!(last.ends_with("evicted 444, prefilled 999"), "{text}");
+        assert!(
+            last.ends_with(
+                "evicted 444, prefilled 999, waits 1221 (waiting 1110, timed out 1332, cancelled 1443)"
+            ),
+            "{text}"
+        );
         // Saturates rather than wraps.
         let full = BucketStats {
             idle: u64::MAX,
@@ -501,6 +572,9 @@ mod tests {
             max_idle_memory: None,
             memory_limit: None,
             statistics: false,
+            overdrafts: 0,
+            overdraft_memory: 0,
+            limit_violations: 0,
         };
         let text = stats.to_string();
         assert_eq!(text.lines().count(), 2, "{text}");

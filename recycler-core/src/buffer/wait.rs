@@ -207,6 +207,7 @@ impl<P: PoolHandle> Waiting<P> {
                 let waiters = &pool.ledger.waiters;
                 let (id, want) = waiters.join(&pool.ledger, bytes, wake);
                 self.queued = Some((id, bytes));
+                pool.waits_joined(idx.min(pool.buckets.len()));
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
@@ -218,6 +219,7 @@ impl<P: PoolHandle> Waiting<P> {
                 Polled::Waiting => Poll::Pending,
                 Polled::Granted(handed) => {
                     self.queued = None;
+                    pool.waits_left(idx.min(pool.buckets.len()));
                     Poll::Ready(match handed {
                         Some(buf) => Ok(pool.take_handed(idx, buf)),
                         None => pool.acquire_reserved(self.capacity, idx),
@@ -225,6 +227,7 @@ impl<P: PoolHandle> Waiting<P> {
                 }
                 Polled::Missing => {
                     self.queued = None;
+                    pool.waits_left(idx.min(pool.buckets.len()));
                     continue;
                 }
             };
@@ -238,11 +241,14 @@ impl<P: PoolHandle> Waiting<P> {
         let idx = pool.bucket_index(self.capacity);
         let bytes = match self.queued.take() {
             Some((id, bytes)) => {
+                let entry = idx.min(pool.buckets.len());
+                pool.waits_left(entry);
                 match pool.ledger.waiters.leave(&pool.ledger, id) {
                     Some((_, Some(buf))) => return Ok(pool.take_handed(idx, buf)),
                     Some((_, None)) => return pool.acquire_reserved(self.capacity, idx),
                     None => {}
                 }
+                pool.waits_timed_out(entry);
                 bytes
             }
             None => pool.wait_bytes(self.capacity, idx)?,
@@ -261,6 +267,9 @@ impl<P: PoolHandle> Drop for Waiting<P> {
         if let Some((id, _)) = self.queued.take() {
             let pool = self.pool.pool();
             let ledger = &pool.ledger;
+            let entry = pool.bucket_index(self.capacity).min(pool.buckets.len());
+            pool.waits_left(entry);
+            pool.waits_cancelled(entry);
             match ledger.waiters.leave(ledger, id) {
                 // Passes the wake-up on: the free serves the next waiter.
                 Some((granted, None)) => ledger.free(granted),

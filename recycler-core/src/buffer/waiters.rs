@@ -63,6 +63,9 @@ struct Entry {
     id: u64,
     /// The bytes its buffer takes on the ledger.
     bytes: u64,
+    /// Whether a released buffer may be its grant: a wait for a buffer, not
+    /// for a growth (`reserve_async`), whose grant must be bytes.
+    handable: bool,
     /// Its bytes are reserved for it: it takes them when it next looks.
     granted: bool,
     /// The buffer a release handed it, if its grant is one (its bytes are
@@ -174,6 +177,18 @@ impl WaitQueue {
     /// want, up to and including this one. The caller then serves the queue
     /// (see [`super::wait`]).
     pub(crate) fn join(&self, ledger: &Ledger, bytes: u64, wake: Wake) -> (u64, u64) {
+        self.join_for(ledger, bytes, wake, true)
+    }
+
+    /// [`join`](Self::join), for a wait that a released buffer may serve
+    /// (`handable`: one for a buffer of `bytes`) or not (a growth).
+    pub(crate) fn join_for(
+        &self,
+        ledger: &Ledger,
+        bytes: u64,
+        wake: Wake,
+        handable: bool,
+    ) -> (u64, u64) {
         let mut q = self.lock();
         let id = q.next_id;
         q.next_id += 1;
@@ -184,6 +199,7 @@ impl WaitQueue {
         q.entries.push_back(Entry {
             id,
             bytes,
+            handable,
             granted: false,
             handed: None,
             wake: Some(wake),
@@ -244,7 +260,7 @@ impl WaitQueue {
             let Some(i) = q.first_ungranted() else {
                 return Err(buf);
             };
-            if q.entries[i].bytes != bytes {
+            if q.entries[i].bytes != bytes || !q.entries[i].handable {
                 return Err(buf);
             }
             q.grant(i, ledger, Some(buf))

@@ -152,8 +152,12 @@ pub(crate) fn drain_reachable(pool: &Recycler<Counted>) -> u64 {
 }
 
 /// Checks a buffer pool's books: every buffer it made (every acquire that
-/// allocated, oversize ones included, and every buffer prefilled) is in use,
-/// idle, evicted or removed.
+/// allocated, oversize ones and overdrafts included, and every buffer
+/// prefilled) is in use, idle, evicted or removed (an overdraft is always
+/// removed when released: freed, never pooled). Also the overdraft and the
+/// waiting books: the bytes held outside the limit are held by buffers in
+/// use (none once none is), violations are overdrafts, and every wait that
+/// joined a queue is waiting still, or was served, timed out or cancelled.
 pub(crate) fn assert_buffers_counted(s: &BufferPoolStats) {
     let made: u64 = s
         .buckets
@@ -168,6 +172,27 @@ pub(crate) fn assert_buffers_counted(s: &BufferPoolStats) {
         .map(|b| b.in_use + b.idle + b.evicts + b.removes)
         .sum();
     assert_eq!(made, gone, "every buffer made is counted once: {s}");
+    let total = s.total();
+    if s.statistics && total.in_use == 0 {
+        assert_eq!(
+            s.overdraft_memory, 0,
+            "no buffer in use holds an overdraft: {s}"
+        );
+    }
+    assert!(
+        s.limit_violations <= s.overdrafts,
+        "a violation is an overdraft: {s}"
+    );
+    assert!(
+        s.overdrafts == 0 || s.memory_limit.is_some(),
+        "no overdraft without a limit: {s}"
+    );
+    for b in s.buckets.iter().chain([&s.oversize]) {
+        assert!(
+            b.waits >= b.waiting + b.timeouts + b.cancelled,
+            "every wait is waiting, served, timed out or cancelled: {b}"
+        );
+    }
 }
 
 /// A small deterministic generator (xorshift), one per thread.

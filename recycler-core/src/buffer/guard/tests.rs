@@ -55,19 +55,37 @@ fn limit_stops_growth_with_a_typed_error() {
     b.resize(8192, 2);
     let err = b.try_reserve(1).unwrap_err();
     assert!(matches!(err, AcquireError::LimitExceeded { .. }), "{err}");
-    let io_err = b.write(b"x").unwrap_err();
-    assert_eq!(io_err.kind(), io::ErrorKind::OutOfMemory);
     assert_eq!(b.len(), 8192, "unchanged");
     assert!(b[..4096].iter().all(|&x| x == 1));
+    // `io::Write` fails only with a hard limit.
+    let hard = BufferPool::builder()
+        .memory_limit(4096)
+        .hard_limit(true)
+        .build()
+        .unwrap();
+    let mut h = hard.acquire(4096);
+    h.resize(4096, 1);
+    let io_err = h.write(b"x").unwrap_err();
+    assert_eq!(io_err.kind(), io::ErrorKind::OutOfMemory);
+    assert_eq!(h.len(), 4096, "unchanged");
 }
 
 #[test]
-#[should_panic(expected = "pooled buffer cannot grow: `memory_limit` exceeded")]
-fn push_past_the_limit_panics_like_vec() {
+fn push_past_the_limit_is_an_overdraft_never_pooled() {
     let pool = BufferPool::builder().memory_limit(4096).build().unwrap();
     let mut b = pool.acquire(4096);
     b.resize(4096, 0);
     b.push(1);
+    assert_eq!(b.capacity(), 8192);
+    assert_eq!(
+        pool.inner().ledger.allocated(),
+        4096,
+        "the growth is outside"
+    );
+    assert_eq!(pool.inner().ledger.overdrawn(), 4096);
+    drop(b);
+    assert_eq!(pool.inner().ledger.allocated(), 0, "freed, not pooled");
+    assert_eq!(pool.inner().ledger.overdrawn(), 0);
 }
 
 #[test]

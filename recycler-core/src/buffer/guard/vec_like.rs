@@ -83,15 +83,23 @@ macro_rules! buf_api {
 
             /// Appends a byte, growing the buffer like a `Vec` if it is full.
             ///
+            /// Never panics at the pool's `memory_limit`: a growth the limit
+            /// has no room for, even after freeing the idle buffers this
+            /// thread can reach, is served outside it, as an overdraft
+            /// (counted in
+            /// [`BufferPoolStats::overdrafts`](crate::buffer::BufferPoolStats::overdrafts);
+            /// the buffer is then freed, not pooled, when released). Use
+            /// [`try_reserve`](Self::try_reserve) or
+            /// [`reserve_async`](Self::reserve_async) first to fail or wait
+            /// at the limit instead.
+            ///
             /// # Panics
             ///
-            /// If the buffer must grow and cannot: at the pool's
-            /// `memory_limit`, if the allocator fails, or past the largest
-            /// capacity possible (`isize::MAX` bytes less the alignment, as
-            /// `Vec` panics on a capacity overflow); the message is
-            /// [`try_reserve`](Self::try_reserve)'s error, with the numbers
-            /// (use `try_reserve` first to handle it). The buffer is
-            /// unchanged then.
+            /// As `Vec` does, only if the buffer must grow and cannot
+            /// exist: if the allocator fails, or past the largest capacity
+            /// possible (`isize::MAX` bytes less the alignment); the message
+            /// is [`try_reserve`](Self::try_reserve)'s error, with the
+            /// numbers. The buffer is unchanged then.
             ///
             /// # Examples
             ///
@@ -155,7 +163,9 @@ macro_rules! buf_api {
             /// Makes room for at least `additional` more bytes, or says why it
             /// cannot; the buffer is unchanged then. Growth doubles the
             /// capacity (at least), rounded up to a bucket while it fits in
-            /// `max_capacity`, and counts against the pool's `memory_limit`.
+            /// `max_capacity`, and counts against the pool's `memory_limit`,
+            /// which is hard here: never an overdraft, unlike
+            /// [`reserve`](Self::reserve).
             ///
             /// # Errors
             ///
@@ -170,7 +180,73 @@ macro_rules! buf_api {
             ///
             #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.try_reserve(100).is_ok());\nassert!(buf.try_reserve(usize::MAX).is_err());\n```")]
             pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
-                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional)
+                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional, false)
+            }
+
+            /// Makes room for at least `additional` more bytes, waiting
+            /// without blocking at the pool's `memory_limit` until memory
+            /// is freed for the growth: what
+            /// [`acquire_async`](crate::buffer::BufferPool::acquire_async)
+            /// is to an acquire. Never an overdraft.
+            ///
+            /// It tries as [`try_reserve`](Self::try_reserve) does first
+            /// (while nobody waits); at the limit it joins the pool's queue
+            /// of waiters (first come, first served, with the acquires that
+            /// wait) for the bytes the growth adds, frees the idle buffers
+            /// it can reach, and returns `Pending` until a free makes room.
+            /// Without a limit it never waits. The wait is counted in the
+            /// [statistics](crate::buffer::BucketStats::waits) of the bucket
+            /// of the capacity it grows to.
+            ///
+            /// # Errors
+            ///
+            /// At once: [`AcquireError::TooLarge`] for a size no buffer can
+            /// have, [`AcquireError::LimitExceeded`] if the growth alone
+            /// adds more than the limit (no wait could end);
+            /// [`AcquireError::AllocFailed`] if the allocator fails.
+            ///
+            /// # Cancel safety
+            ///
+            /// Dropped before it completes, the future leaves the queue,
+            /// the buffer unchanged; memory reserved for it goes to the
+            /// next waiter. Safe in `tokio::time::timeout` and `select!`.
+            ///
+            /// The buffer stays held while it waits: if the limit is full
+            /// of buffers whose holders all wait to grow them, none is
+            /// served. Give such waits a timeout, or acquire the whole size
+            /// up front.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::future::Future;
+            /// use std::pin::pin;
+            /// use std::sync::Arc;
+            /// use std::task::{Context, Poll, Waker};
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = Arc::new(BufferPool::builder().memory_limit(16 * 1024).build()?);
+            /// let mut buf = pool.acquire(4096);
+            /// let held = pool.acquire_owned(12 * 1024); // the rest of the limit
+            /// let mut cx = Context::from_waker(Waker::noop());
+            /// {
+            ///     let mut grow = pin!(buf.reserve_async(5000)); // to 8 KiB: 4 KiB more
+            ///     assert!(grow.as_mut().poll(&mut cx).is_pending()); // it waits
+            ///     assert_eq!(pool.stats().buckets[1].waiting, 1);
+            ///     std::thread::spawn(move || drop(held)).join().unwrap();
+            ///     assert!(matches!(grow.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+            /// }
+            /// assert_eq!(buf.capacity(), 8192);
+            /// let s = pool.stats();
+            /// assert_eq!((s.buckets[1].waits, s.overdrafts), (1, 0)); // waited, no overdraft
+            /// # Ok::<(), recycler_core::ConfigError>(())
+            /// ```
+            pub fn reserve_async(
+                &mut self,
+                additional: usize,
+            ) -> impl std::future::Future<Output = Result<(), AcquireError>> + Send + '_ {
+                let pool = self.pool.pool_inner();
+                crate::buffer::reserve::Reserve::new(pool, &mut self.buf, &mut self.origin, additional)
             }
 
             /// The bytes after the written part, up to the capacity, to be
@@ -396,11 +472,16 @@ macro_rules! buf_api {
         }
 
         impl io::Write for $ty {
-            /// Appends all of `bytes`, growing the buffer if need be; an
-            /// error of kind `OutOfMemory` if it cannot grow.
+            /// Appends all of `bytes`, growing the buffer if need be (at
+            /// the `memory_limit`, as an overdraft, as
+            /// [`push`](Self::push) does); an error of kind `OutOfMemory`
+            /// if it cannot grow: the allocator fails, or the pool was
+            /// built with `hard_limit(true)` and the limit has no room.
             #[inline]
             fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len())
+                let pool = self.pool.pool_inner();
+                let overdraft = !pool.config.hard_limit;
+                try_reserve(pool, &mut self.buf, &mut self.origin, bytes.len(), overdraft)
                     .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err))?;
                 self.buf.append_within_capacity(bytes);
                 Ok(bytes.len())

@@ -1,0 +1,637 @@
+//! Buffers a server can lean on at the memory limit: the methods that
+//! cannot fail (`acquire`, `BufMut`, `io::Write`, `Extend`, the `Vec`-like
+//! growth, tokio's `read_buf`) never panic there, but are served as counted
+//! overdrafts, outside the limit, never pooled; `hard_limit(true)` makes
+//! `io::Write` fail and counts the overdrafts as violations;
+//! `reserve_async` waits for a growth's memory as `acquire_async` waits for
+//! a buffer's; and the statistics show who waits, how often, and how many
+//! waits gave up.
+
+#![cfg(not(loom))]
+
+mod common;
+
+use std::future::Future;
+use std::io::{self, Write};
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use bytes::BufMut;
+use common::assert_buffers_counted;
+use recycler_core::AcquireError;
+use recycler_core::buffer::{BufferPool, BufferPoolStats, PooledBuf};
+
+const KIB: usize = 1024;
+
+fn limited(limit: usize) -> BufferPool {
+    BufferPool::builder().memory_limit(limit).build().unwrap()
+}
+
+/// The memory of the buffers in use, as far as the books tell: nothing
+/// once none is in use.
+fn assert_quiet(s: &BufferPoolStats) {
+    assert_buffers_counted(s);
+    assert_eq!(s.total().in_use, 0, "{s}");
+    assert_eq!(s.overdraft_memory, 0, "{s}");
+    assert_eq!(s.allocated_memory, s.idle_memory, "{s}");
+}
+
+// --- Overdrafts ----------------------------------------------------------------
+
+/// The report's case: fifty writer tasks coalesce responses with
+/// `put_slice` into buffers from a pool with a small limit, inside a shared
+/// store's lock. Before, every one panicked ("pooled buffer cannot grow"),
+/// poisoning the lock; now the growths past the limit are overdrafts.
+#[test]
+fn fifty_tasks_put_slice_at_a_small_limit_never_panic_and_the_books_balance() {
+    const TASKS: usize = 50;
+    const LIMIT: usize = 64 * KIB;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let pool = Arc::new(limited(LIMIT));
+    let store = Arc::new(Mutex::new(Vec::<usize>::new()));
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let pool = Arc::clone(&pool);
+                let store = Arc::clone(&store);
+                tokio::spawn(async move {
+                    for round in 0..20 {
+                        let mut out = pool.acquire_owned(1000);
+                        for part in 0..(4 + (t + round) % 9) {
+                            out.put_slice(&[part as u8; 3000]);
+                            tokio::task::yield_now().await;
+                        }
+                        let mut held = store.lock().unwrap();
+                        // Coalescing under the lock, as the server did.
+                        out.put_slice(b"\r\n");
+                        held.push(out.len());
+                        drop(held);
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("no writer panics");
+        }
+    });
+    drop(rt);
+    assert!(!store.is_poisoned());
+    assert_eq!(store.lock().unwrap().len(), TASKS * 20);
+    let s = pool.stats();
+    assert!(s.overdrafts > 0, "the limit was reached: {s}");
+    assert!(s.allocated_memory <= LIMIT as u64, "{s}");
+    assert_eq!(s.limit_violations, 0, "not a hard limit: {s}");
+    assert_quiet(&s);
+    let total = s.total();
+    assert_eq!(total.acquires, total.pooled + total.non_pooled, "{s}");
+}
+
+/// Many tasks that grow their buffers with `reserve_async` at a small
+/// limit, on two workers: none overdraws, all finish (some after waiting),
+/// the limit holds, and the books balance. A timeout on each wait keeps a
+/// wait for memory idle in another worker's cache from hanging the test;
+/// those that give up count as cancelled.
+#[test]
+fn many_tasks_reserve_async_at_a_small_limit_never_overdraw() {
+    const TASKS: usize = 32;
+    const LIMIT: usize = 96 * KIB;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(LIMIT)
+            .max_idle_per_thread(1)
+            .build()
+            .unwrap(),
+    );
+    let done = rt.block_on(async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let pool = Arc::clone(&pool);
+                tokio::spawn(async move {
+                    let mut served = 0;
+                    for round in 0..10 {
+                        let Ok(Ok(mut buf)) = tokio::time::timeout(
+                            Duration::from_millis(200),
+                            pool.acquire_owned_async(4 * KIB),
+                        )
+                        .await
+                        else {
+                            continue;
+                        };
+                        let want = 4 * KIB * (1 + (t + round) % 4);
+                        let grown = tokio::time::timeout(
+                            Duration::from_millis(200),
+                            buf.reserve_async(want),
+                        )
+                        .await;
+                        if let Ok(Ok(())) = grown {
+                            assert!(buf.capacity() >= want);
+                            buf.put_slice(&vec![t as u8; want]); // room: no growth
+                            served += 1;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                    served
+                })
+            })
+            .collect();
+        let mut done = 0;
+        for task in tasks {
+            done += task.await.expect("no task panics");
+        }
+        done
+    });
+    drop(rt);
+    let s = pool.stats();
+    assert!(done > 0, "{s}");
+    assert_eq!((s.overdrafts, s.overdraft_memory), (0, 0), "{s}");
+    assert!(s.allocated_memory <= LIMIT as u64, "{s}");
+    let total = s.total();
+    assert_eq!(total.waiting, 0, "{s}");
+    assert!(
+        total.waits > 0,
+        "32 tasks of up to 20 KiB each, 96 KiB: some wait: {s}"
+    );
+    assert_eq!(total.timeouts, 0, "only async waits: {s}");
+    assert_quiet(&s);
+}
+
+/// The same writers with `hard_limit(true)`: still no panic; every
+/// overdraft is a violation.
+#[test]
+fn a_hard_limit_never_panics_either() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(16 * KIB)
+            .hard_limit(true)
+            .build()
+            .unwrap(),
+    );
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let mut out = pool.acquire_owned(1);
+                    out.put_slice(&[1; 10_000]);
+                    out.put_slice(&[2; 10_000]);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("no writer panics");
+    }
+    let s = pool.stats();
+    assert!(s.overdrafts > 0, "{s}");
+    assert_eq!(s.limit_violations, s.overdrafts, "{s}");
+    assert_quiet(&s);
+}
+
+/// tokio's `read_buf` into a full buffer at the limit goes through
+/// `BufMut::chunk_mut`, which grows it: as an overdraft.
+#[test]
+fn read_buf_into_a_full_buffer_at_the_limit_grows_as_an_overdraft() {
+    use tokio::io::AsyncReadExt;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let pool = Arc::new(limited(8 * KIB));
+    let other = pool.acquire_owned(4 * KIB);
+    let mut buf = pool.acquire_owned(4 * KIB);
+    buf.resize(4 * KIB, 1); // full, and the limit is full too
+    let data = vec![2u8; 3000];
+    let n = rt.block_on(async {
+        let mut src: &[u8] = &data;
+        src.read_buf(&mut buf).await.unwrap()
+    });
+    assert_eq!(n, 3000);
+    assert_eq!(buf.len(), 4 * KIB + 3000);
+    assert!(buf[4 * KIB..].iter().all(|&b| b == 2));
+    let s = pool.stats();
+    assert_eq!(
+        (s.overdrafts, s.overdraft_memory),
+        (1, 4 * KIB as u64),
+        "{s}"
+    );
+    assert_eq!(s.allocated_memory, 8 * KIB as u64, "{s}");
+    drop((buf, other));
+    let s = pool.stats();
+    assert_quiet(&s);
+    assert_eq!(s.buckets[0].idle, 1, "the other buffer is pooled: {s}");
+    assert_eq!(s.buckets[1].idle, 0, "the overdrawn one is not: {s}");
+}
+
+/// Plain `acquire` at the limit: an overdraft, a non-pooled acquire of its
+/// bucket, freed (a remove) when released, never in a cache; the owned
+/// form too.
+#[test]
+fn plain_acquire_at_the_limit_is_an_overdraft_freed_when_released() {
+    let pool = Arc::new(limited(8 * KIB));
+    let held = pool.acquire(8 * KIB);
+    assert!(pool.try_acquire(1).is_err(), "the fallible one fails");
+    let mut over = pool.acquire(100);
+    let owned = pool.acquire_owned(100_000); // oversize
+    over.extend_from_slice(b"still a buffer");
+    assert_eq!((over.capacity(), owned.capacity()), (4 * KIB, 100_000));
+    let s = pool.stats();
+    assert_eq!(s.overdrafts, 2, "{s}");
+    assert_eq!(s.overdraft_memory, (4 * KIB + 100_000) as u64, "{s}");
+    assert_eq!(
+        s.allocated_memory,
+        8 * KIB as u64,
+        "the ledger is untouched: {s}"
+    );
+    assert_eq!(s.buckets[0].non_pooled, 1, "{s}");
+    assert_eq!(s.oversize.non_pooled, 1, "{s}");
+    assert!(s.to_string().contains("overdrafts 2"), "{s}");
+    drop(over);
+    drop(owned);
+    let s = pool.stats();
+    assert_eq!((s.buckets[0].releases, s.buckets[0].removes), (1, 1), "{s}");
+    assert_eq!((s.buckets[0].idle, s.overdraft_memory), (0, 0), "{s}");
+    // The next acquire of the bucket allocates (under the limit again once
+    // `held` is gone): the overdraft was not pooled.
+    drop(held);
+    let again = pool.acquire(100);
+    assert_eq!(pool.stats().buckets[0].non_pooled, 2);
+    drop(again);
+    assert_quiet(&pool.stats());
+}
+
+/// A buffer whose first part is on the ledger and whose growth is an
+/// overdraft frees exactly its charged bytes; a later growth with room is
+/// charged again.
+#[test]
+fn a_buffer_partly_on_the_ledger_frees_exactly_its_charged_bytes() {
+    let pool = limited(16 * KIB);
+    let filler = pool.acquire(12 * KIB);
+    let mut buf = pool.acquire(4 * KIB);
+    buf.resize(4 * KIB, 7);
+    buf.push(8); // 4 KiB to 8 KiB: no room, an overdraft of 4 KiB
+    assert_eq!(buf.capacity(), 8 * KIB);
+    let s = pool.stats();
+    assert_eq!(
+        (s.allocated_memory, s.overdraft_memory),
+        (16 * KIB as u64, 4 * KIB as u64)
+    );
+    drop(filler);
+    pool.trim();
+    assert_eq!(pool.stats().allocated_memory, 4 * KIB as u64);
+    buf.resize(9 * KIB, 9); // 8 KiB to 16 KiB: 8 KiB more, with room
+    assert_eq!(buf.capacity(), 16 * KIB);
+    let s = pool.stats();
+    assert_eq!(
+        (s.allocated_memory, s.overdraft_memory),
+        (12 * KIB as u64, 4 * KIB as u64),
+        "{s}"
+    );
+    assert_eq!(s.overdrafts, 1, "{s}");
+    assert!(buf[..4 * KIB].iter().all(|&b| b == 7) && buf[4 * KIB] == 8);
+    drop(buf);
+    let s = pool.stats();
+    assert_quiet(&s);
+    assert_eq!(s.allocated_memory, 0, "freed exactly what was charged: {s}");
+    assert_eq!(s.bucket(16 * KIB).unwrap().idle, 0, "never pooled: {s}");
+}
+
+/// Every infallible write grows past the limit without a panic.
+#[test]
+fn every_infallible_write_grows_at_the_limit() {
+    let pool = Arc::new(limited(4 * KIB));
+    let mut a = pool.acquire(1);
+    a.resize(4 * KIB, 0);
+    a.push(1);
+    let mut b = pool.acquire_owned(1);
+    b.extend_from_slice(&[2; 5000]);
+    let mut c = pool.acquire(1);
+    c.extend((0..5000).map(|i| i as u8));
+    let mut d = pool.acquire(1);
+    d.extend(&[4u8; 5000]);
+    let mut e = pool.acquire(1);
+    e.write_all(&[5; 5000]).unwrap(); // no `hard_limit`: grows
+    let mut f = pool.acquire(1);
+    f.reserve(5000);
+    let mut g = pool.acquire_owned(1);
+    g.put_bytes(7, 5000);
+    let mut h = pool.acquire(1);
+    h.put_u64(8);
+    h.put_slice(&[8; 5000]);
+    for (buf, len) in [
+        (&a, 4097),
+        (&c, 5000),
+        (&d, 5000),
+        (&e, 5000),
+        (&f, 0),
+        (&h, 5008),
+    ] {
+        assert_eq!(buf.len(), len);
+        assert!(buf.capacity() >= 8 * KIB);
+    }
+    assert_eq!((b.len(), g.len()), (5000, 5000));
+    let s = pool.stats();
+    assert!(s.overdrafts >= 8, "{s}");
+    assert_eq!(s.allocated_memory, 4 * KIB as u64, "{s}");
+    drop((a, b, c, d, e, f, g, h));
+    assert_quiet(&pool.stats());
+}
+
+/// `try_reserve` keeps the limit hard: an error, and the buffer unchanged.
+#[test]
+fn try_reserve_fails_at_the_limit_and_leaves_the_buffer_unchanged() {
+    let pool = limited(4 * KIB);
+    let mut buf = pool.acquire(1);
+    buf.extend_from_slice(b"abc");
+    assert_eq!(
+        buf.try_reserve(5000).unwrap_err(),
+        AcquireError::LimitExceeded {
+            requested: 5003,
+            needed: 4 * KIB,
+            allocated: 4 * KIB as u64,
+            limit: 4 * KIB as u64
+        }
+    );
+    assert_eq!((&buf[..], buf.capacity()), (&b"abc"[..], 4 * KIB));
+    assert_eq!(pool.stats().overdrafts, 0);
+}
+
+/// `hard_limit(true)`: `io::Write` fails at the limit; the infallible
+/// methods still never panic, and every overdraft is a violation.
+#[test]
+fn a_hard_limit_fails_io_write_and_counts_violations() {
+    let pool = BufferPool::builder()
+        .memory_limit(4 * KIB)
+        .hard_limit(true)
+        .build()
+        .unwrap();
+    let mut buf = pool.acquire(4 * KIB);
+    buf.resize(4 * KIB, 1);
+    let err = buf.write(b"x").unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+    assert!(err.to_string().contains("`memory_limit` exceeded"), "{err}");
+    assert_eq!(buf.len(), 4 * KIB, "unchanged");
+    buf.push(2);
+    let other = pool.acquire(1);
+    let s = pool.stats();
+    assert_eq!((s.overdrafts, s.limit_violations), (2, 2), "{s}");
+    assert!(s.to_string().contains("limit violations 2"), "{s}");
+    drop((buf, other));
+    assert_quiet(&pool.stats());
+}
+
+/// A released overdraft frees no memory on the ledger, so it never serves
+/// a waiter (nor is handed to one): the waiter waits for the real memory.
+#[test]
+fn a_released_overdraft_is_not_handed_to_a_waiter() {
+    let pool = limited(4 * KIB);
+    let held = pool.acquire(4 * KIB);
+    let over = pool.acquire(4 * KIB);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut wait = pin!(pool.acquire_async(4 * KIB));
+    assert!(wait.as_mut().poll(&mut cx).is_pending());
+    drop(over);
+    assert!(
+        wait.as_mut().poll(&mut cx).is_pending(),
+        "an overdraft is no grant"
+    );
+    let ptr = held.as_ptr();
+    drop(held);
+    let Poll::Ready(Ok(got)) = wait.as_mut().poll(&mut cx) else {
+        panic!("served once the limit's memory is released");
+    };
+    assert_eq!(got.as_ptr(), ptr, "handed the pooled buffer itself");
+    drop(got);
+    assert_quiet(&pool.stats());
+}
+
+/// Without a limit nothing is ever an overdraft.
+#[test]
+fn no_limit_no_overdraft() {
+    let pool = BufferPool::new();
+    let mut buf = pool.acquire(1);
+    buf.extend_from_slice(&[0; 100_000]);
+    drop(buf);
+    let s = pool.stats();
+    assert_eq!(
+        (s.overdrafts, s.overdraft_memory, s.limit_violations),
+        (0, 0, 0)
+    );
+    assert!(!s.to_string().contains("overdraft"), "{s}");
+}
+
+// --- reserve_async ---------------------------------------------------------------
+
+/// A growth waits for memory, is served by a release in another task, and
+/// is counted as a wait in the bucket it grows to.
+#[test]
+fn reserve_async_waits_for_memory_and_is_served() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let pool = Arc::new(limited(16 * KIB));
+    let held = pool.acquire_owned(12 * KIB);
+    let mut buf = pool.acquire_owned(4 * KIB);
+    buf.extend_from_slice(&[1; 4 * KIB]);
+    rt.block_on(async {
+        let grow = async {
+            buf.reserve_async(100).await.unwrap();
+            buf.extend_from_slice(&[2; 100]);
+        };
+        let release = async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            assert_eq!(pool.stats().bucket(8 * KIB).unwrap().waiting, 1);
+            drop(held);
+        };
+        tokio::join!(grow, release);
+    });
+    assert_eq!((buf.len(), buf.capacity()), (4 * KIB + 100, 8 * KIB));
+    let s = pool.stats();
+    let b = s.bucket(8 * KIB).unwrap();
+    assert_eq!(
+        (b.waits, b.waiting, b.timeouts, b.cancelled),
+        (1, 0, 0, 0),
+        "{s}"
+    );
+    assert_eq!(s.overdrafts, 0, "{s}");
+    assert!(s.allocated_memory <= 16 * KIB as u64);
+    drop(buf);
+    let s = pool.stats();
+    assert_buffers_counted(&s);
+    assert_eq!(s.total().in_use, 0);
+}
+
+/// Dropped while it waits, a growth leaves the queue: the buffer is
+/// unchanged, the waiter behind it is served, and it is counted cancelled.
+#[test]
+fn reserve_async_is_cancel_safe() {
+    let pool = limited(12 * KIB);
+    let held = pool.acquire(8 * KIB);
+    let mut buf = pool.acquire(4 * KIB);
+    buf.resize(4 * KIB, 3);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut other = pin!(pool.acquire_async(4 * KIB));
+    {
+        let mut grow = pin!(buf.reserve_async(1));
+        assert!(grow.as_mut().poll(&mut cx).is_pending());
+        assert!(
+            other.as_mut().poll(&mut cx).is_pending(),
+            "behind the growth"
+        );
+        let s = pool.stats();
+        assert_eq!((s.buckets[0].waiting, s.buckets[1].waiting), (1, 1), "{s}");
+        assert!(s.to_string().contains("waits 1 (waiting 1,"), "{s}");
+    }
+    assert_eq!((buf.len(), buf.capacity()), (4 * KIB, 4 * KIB), "unchanged");
+    drop(held); // 8 KiB free: the acquire behind is served
+    let Poll::Ready(Ok(got)) = other.as_mut().poll(&mut cx) else {
+        panic!("served");
+    };
+    let s = pool.stats();
+    let b = s.buckets[1];
+    assert_eq!((b.waits, b.waiting, b.cancelled), (1, 0, 1), "{s}");
+    drop((got, buf));
+    assert_buffers_counted(&pool.stats());
+}
+
+/// Granted but dropped before it took its grant: the bytes go to the next
+/// waiter.
+#[test]
+fn a_granted_growth_dropped_passes_its_memory_on() {
+    let pool = limited(8 * KIB);
+    let held = pool.acquire(4 * KIB);
+    let mut buf = pool.acquire(4 * KIB);
+    buf.resize(4 * KIB, 0);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut grow = Box::pin(buf.reserve_async(1));
+    assert!(grow.as_mut().poll(&mut cx).is_pending());
+    drop(held); // 4 KiB freed: granted to the growth
+    assert_eq!(
+        pool.stats().allocated_memory,
+        8 * KIB as u64,
+        "reserved for it"
+    );
+    drop(grow);
+    assert_eq!(pool.stats().allocated_memory, 4 * KIB as u64, "given back");
+    assert_eq!(buf.capacity(), 4 * KIB);
+    drop(buf);
+    assert_buffers_counted(&pool.stats());
+}
+
+/// A growth that could never fit fails at once; one with room is served
+/// at once; without a limit it never waits.
+#[test]
+fn reserve_async_fails_at_once_when_it_can_never_fit() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let pool = limited(16 * KIB);
+    let mut buf = pool.acquire(1);
+    rt.block_on(async {
+        let err = buf.reserve_async(40 * KIB).await.unwrap_err();
+        assert!(matches!(err, AcquireError::LimitExceeded { .. }), "{err}");
+        let err = buf.reserve_async(usize::MAX).await.unwrap_err();
+        assert!(matches!(err, AcquireError::TooLarge { .. }), "{err}");
+        buf.reserve_async(5000).await.unwrap();
+        assert_eq!(buf.capacity(), 8 * KIB);
+        buf.reserve_async(10).await.unwrap(); // room already
+    });
+    assert_eq!(pool.stats().total().waits, 0);
+    let free = BufferPool::new();
+    let mut big = free.acquire(1);
+    rt.block_on(big.reserve_async(1 << 20)).unwrap();
+    assert!(big.capacity() >= 1 << 20);
+}
+
+/// The future of `reserve_async` is `Send`, for spawned tasks.
+#[test]
+fn reserve_async_is_send() {
+    fn send<F: Future + Send>(f: F) -> F {
+        f
+    }
+    let pool = Arc::new(BufferPool::new());
+    let mut buf = pool.acquire_owned(1);
+    drop(send(buf.reserve_async(1)));
+    let mut b: PooledBuf<'_> = pool.acquire(1);
+    drop(send(b.reserve_async(1)));
+}
+
+// --- Waiting statistics ------------------------------------------------------------
+
+/// Waiters now, waits, timeouts and cancellations, per bucket and in all.
+#[test]
+fn stats_show_waiting_timeouts_and_cancellations() {
+    let pool = limited(8 * KIB);
+    let held = pool.acquire(8 * KIB);
+    // A blocking wait that gives up.
+    assert!(
+        pool.acquire_timeout(4 * KIB, Duration::from_millis(5))
+            .is_err()
+    );
+    let s = pool.stats();
+    let b = s.buckets[0];
+    assert_eq!(
+        (b.waits, b.waiting, b.timeouts, b.cancelled),
+        (1, 0, 1, 0),
+        "{s}"
+    );
+    // Async waits: one in the queue now, one cancelled, one oversize.
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut a = pin!(pool.acquire_async(8 * KIB));
+    assert!(a.as_mut().poll(&mut cx).is_pending());
+    let mut gone = Box::pin(pool.acquire_async(4 * KIB));
+    assert!(gone.as_mut().poll(&mut cx).is_pending());
+    drop(gone);
+    let s = pool.stats();
+    assert_eq!((s.buckets[1].waiting, s.buckets[1].waits), (1, 1), "{s}");
+    assert_eq!((s.buckets[0].waits, s.buckets[0].cancelled), (2, 1), "{s}");
+    let total = s.total();
+    assert_eq!(
+        (total.waits, total.waiting, total.timeouts, total.cancelled),
+        (3, 1, 1, 1),
+        "{s}"
+    );
+    let text = s.to_string();
+    assert!(
+        text.contains("    4 KiB: ")
+            && text.contains("waits 2 (waiting 0, timed out 1, cancelled 1)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("waits 3 (waiting 1, timed out 1, cancelled 1)"),
+        "{text}"
+    );
+    drop(held);
+    let Poll::Ready(Ok(got)) = a.as_mut().poll(&mut cx) else {
+        panic!("served");
+    };
+    let s = pool.stats();
+    assert_eq!((s.buckets[1].waiting, s.total().waiting), (0, 0), "{s}");
+    drop(got);
+    assert_buffers_counted(&pool.stats());
+    // Nothing shown where nothing waited.
+    let quiet = BufferPool::new();
+    drop(quiet.acquire(1));
+    assert!(!quiet.stats().to_string().contains("waits"));
+}
+
+/// Waits for buffers above `max_capacity` count in the oversize entry.
+#[test]
+fn oversize_waits_count_in_the_oversize_entry() {
+    let pool = limited(200 * KIB);
+    let held = pool.acquire(200 * KIB);
+    assert!(pool.acquire_timeout(100 * KIB, Duration::ZERO).is_err());
+    let s = pool.stats();
+    assert_eq!((s.oversize.waits, s.oversize.timeouts), (1, 1), "{s}");
+    drop(held);
+    assert_buffers_counted(&pool.stats());
+}
