@@ -34,7 +34,7 @@ fn readme_tokio_example_is_the_example_file() {
             .lines()
             .zip(example.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(|| shown.lines().count().min(example.lines().count()), |i| i);
+            .unwrap_or_else(|| shown.lines().count().min(example.lines().count()));
         panic!(
             "README.md's tokio example differs from recycler-core/examples/readme_tokio.rs \
              from line {} of the file on:\n  README:  {:?}\n  example: {:?}\n\

@@ -52,6 +52,11 @@ pub(crate) struct Outcome {
     pub(crate) hwm_mib: f64,
     /// Allocations of the whole process while measuring, per response.
     pub(crate) allocs: f64,
+    /// CPU time of the whole process (user and system) while measuring,
+    /// per response, microseconds.
+    pub(crate) cpu_us: f64,
+    /// The user part of [`cpu_us`](Self::cpu_us).
+    pub(crate) user_us: f64,
     /// The pool's hit ratio over the whole run, if the mode has a pool.
     pub(crate) hits: Option<f64>,
 }
@@ -61,8 +66,15 @@ impl Outcome {
     pub(crate) fn line(&self) -> String {
         let hits = self.hits.map_or(-1.0, |h| h);
         format!(
-            "{RESULT} rps={} p50_us={} p99_us={} hwm_mib={} allocs={} hits={hits}",
-            self.rps, self.p50_us, self.p99_us, self.hwm_mib, self.allocs
+            "{RESULT} rps={} p50_us={} p99_us={} hwm_mib={} allocs={} cpu_us={} user_us={} \
+             hits={hits}",
+            self.rps,
+            self.p50_us,
+            self.p99_us,
+            self.hwm_mib,
+            self.allocs,
+            self.cpu_us,
+            self.user_us
         )
     }
 
@@ -79,12 +91,14 @@ impl Outcome {
                 "p99_us" => o.p99_us = value,
                 "hwm_mib" => o.hwm_mib = value,
                 "allocs" => o.allocs = value,
+                "cpu_us" => o.cpu_us = value,
+                "user_us" => o.user_us = value,
                 "hits" => o.hits = (value >= 0.0).then_some(value),
                 _ => return None,
             }
             seen += 1;
         }
-        (seen == 6).then_some(o)
+        (seen == 8).then_some(o)
     }
 }
 
@@ -99,6 +113,23 @@ fn peak_rss_mib() -> Result<f64, String> {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .ok_or("no VmHWM line in /proc/self/status")?;
     Ok(kib / 1024.0)
+}
+
+/// The CPU time this process has used so far, user and system, in
+/// microseconds.
+fn cpu_time() -> (u64, u64) {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` points to writable memory for one `rusage`, which
+    // `getrusage` fills; `RUSAGE_SELF` is a valid `who`.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    if rc != 0 {
+        return (0, 0);
+    }
+    // SAFETY: `getrusage` succeeded, so it initialized `usage` (and the
+    // all-zero bytes it started from are a valid `rusage` anyway).
+    let usage = unsafe { usage.assume_init() };
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    (us(usage.ru_utime), us(usage.ru_stime))
 }
 
 /// Runs the measurement `p` describes.
@@ -136,7 +167,7 @@ pub(crate) fn run(p: &Params) -> Result<Outcome, String> {
 
     let per_conn = (p.max_requests / p.conns as u64).max(1);
     let phase = Arc::new(AtomicU8::new(client::WARMUP));
-    let (latencies, allocs, elapsed) = load.block_on(async {
+    let (latencies, allocs, (user, sys), elapsed) = load.block_on(async {
         let conns: Vec<_> = (0..p.conns)
             .map(|_| {
                 let phase = Arc::clone(&phase);
@@ -144,11 +175,12 @@ pub(crate) fn run(p: &Params) -> Result<Outcome, String> {
             })
             .collect();
         tokio::time::sleep(p.warmup).await;
-        let (a0, t0) = (allocations(), Instant::now());
+        let (a0, c0, t0) = (allocations(), cpu_time(), Instant::now());
         phase.store(MEASURE, Relaxed);
         tokio::time::sleep(p.measure).await;
         phase.store(STOP, Relaxed);
-        let (a1, elapsed) = (allocations(), t0.elapsed());
+        let (a1, c1, elapsed) = (allocations(), cpu_time(), t0.elapsed());
+        let cpu = (c1.0 - c0.0, c1.1 - c0.1);
         let mut all = Histogram::new();
         let mut spent = 0;
         for conn in conns {
@@ -166,7 +198,7 @@ pub(crate) fn run(p: &Params) -> Result<Outcome, String> {
                 p.conns, p.max_requests
             );
         }
-        Ok::<_, String>((all, a1 - a0, elapsed))
+        Ok::<_, String>((all, a1 - a0, cpu, elapsed))
     })?;
     accept.abort();
 
@@ -184,6 +216,8 @@ pub(crate) fn run(p: &Params) -> Result<Outcome, String> {
         p99_us: latencies.quantile(0.99) as f64 / 1e3,
         hwm_mib: peak_rss_mib()?,
         allocs: allocs as f64 / responses as f64,
+        cpu_us: (user + sys) as f64 / responses as f64,
+        user_us: user as f64 / responses as f64,
         hits,
     };
     load.shutdown_timeout(Duration::from_secs(1));

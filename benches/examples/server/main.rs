@@ -16,9 +16,9 @@
 //! (`VmHWM`) is its own. The runs are interleaved: run 1 of every mode and
 //! allocator, in an order rotated from run to run, then run 2, and so on.
 //! Each process reports responses per second, the median and 99th
-//! percentile latency, its peak RSS, and the allocations of the whole
-//! process (server and client) per response, counted by a global allocator
-//! that wraps the chosen one. The tables give medians over the runs and
+//! percentile latency, its peak RSS, the CPU time of the whole process
+//! (server and client, from `getrusage`) per response, and its allocations
+//! per response, counted by a global allocator that wraps the chosen one. The tables give medians over the runs and
 //! their ranges.
 //!
 //! Two variants: `small` (50 connections, 2 server workers, 64-byte
@@ -356,7 +356,7 @@ fn parent(o: &Options) -> Result<(), String> {
         let v = o.variant(variant);
         let title = format!(
             "{}: {} connections, {} server workers, {} client threads, {} B requests, \
-             {} B responses; {} run(s) of {:.2} s, median (min–max)",
+             {} B responses; {} run(s) of {:.2} s, medians (min–max)",
             v.name,
             v.conns,
             v.workers,
@@ -373,8 +373,9 @@ fn parent(o: &Options) -> Result<(), String> {
     }
     println!(
         "requests/s: responses per second; × fresh: requests/s over fresh's under the same \
-         allocator in the same run;\nallocs/req: allocations of the whole process (server and \
-         client) per response; pool hits: acquires served from the pool.\n{:.0} s in all.",
+         allocator in the same run;\nCPU, user: CPU time of the whole process (server and \
+         client; user and system, user alone) per response;\nallocs/req: allocations of the \
+         whole process per response; pool hits: acquires served from the pool.\n{:.0} s in all.",
         started.elapsed().as_secs_f64()
     );
     Ok(())

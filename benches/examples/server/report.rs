@@ -1,6 +1,6 @@
 //! The tables: per variant, one row per allocator and mode, each figure the
-//! median over the runs with its range, and throughput relative to `fresh`
-//! under the same allocator in the same run.
+//! median over the runs (throughput and CPU time with their range), and
+//! throughput relative to `fresh` under the same allocator in the same run.
 
 use std::fmt::Write as _;
 
@@ -79,10 +79,12 @@ pub(crate) fn table(
         "p50 µs",
         "p99 µs",
         "peak RSS MiB",
+        "CPU µs/req",
+        "user µs/req",
         "allocs/req",
         "pool hits",
     ];
-    let mut rows: Vec<[String; 9]> = Vec::new();
+    let mut rows: Vec<[String; 11]> = Vec::new();
     for &alloc in allocs {
         for &mode in modes {
             let of = |m: Mode| -> Vec<&Sample> {
@@ -95,7 +97,10 @@ pub(crate) fn table(
             if mine.is_empty() {
                 continue;
             }
-            let col = |f: fn(&Outcome) -> f64| mine.iter().map(|s| f(&s.outcome)).collect();
+            let col = |f: fn(&Outcome) -> f64| -> Vec<f64> {
+                mine.iter().map(|s| f(&s.outcome)).collect()
+            };
+            let mid = |f: fn(&Outcome) -> f64| median(&mut col(f));
             let fresh = of(Mode::Fresh);
             let ratios: Vec<f64> = mine
                 .iter()
@@ -121,10 +126,12 @@ pub(crate) fn table(
                 mode.name().to_owned(),
                 spread(col(|o| o.rps), kilo),
                 vs_fresh,
-                spread(col(|o| o.p50_us), short),
-                spread(col(|o| o.p99_us), short),
-                spread(col(|o| o.hwm_mib), short),
-                spread(col(|o| o.allocs), |x| format!("{x:.2}")),
+                short(mid(|o| o.p50_us)),
+                short(mid(|o| o.p99_us)),
+                short(mid(|o| o.hwm_mib)),
+                spread(col(|o| o.cpu_us), short),
+                short(mid(|o| o.user_us)),
+                format!("{:.2}", mid(|o| o.allocs)),
                 hits,
             ]);
         }
