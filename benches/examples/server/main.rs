@@ -18,8 +18,10 @@
 //! Each process reports responses per second, the median and 99th
 //! percentile latency, its peak RSS, the CPU time of the whole process
 //! (server and client, from `getrusage`) per response, and its allocations
-//! per response, counted by a global allocator that wraps the chosen one. The tables give medians over the runs and
-//! their ranges.
+//! per response, counted by a global allocator that wraps the chosen one.
+//! The tables give medians over the runs and their ranges. The results on
+//! the project's machine, and what they mean, are in `docs/BENCHMARKS.md`
+//! ("An end-to-end server").
 //!
 //! Two variants: `small` (50 connections, 2 server workers, 64-byte
 //! requests, 1 KiB responses, as a key-value server might see) and `large`
@@ -29,7 +31,7 @@
 //!
 //! ```sh
 //! cargo run --release -p recycler-benches --example server                 # both variants, 3 runs: about 80 s
-//! cargo run --release -p recycler-benches --example server -- --runs 5 --secs 2
+//! cargo run --release -p recycler-benches --example server -- --runs 7 --secs 1.5 --warmup 0.5
 //! cargo run --release -p recycler-benches --example server -- --variant large --alloc jemalloc --mode fresh,pooled
 //! ```
 //!
