@@ -60,9 +60,14 @@ fn frames_decode_across_partial_reads() {
         for (got, want) in out.iter().zip(&payloads) {
             assert_eq!(&got[..], &want[..], "chunk {chunk}");
         }
-        // Each split copied the shorter side: never more than the frame.
-        let total: usize = payloads.iter().map(Vec::len).sum();
-        assert!(rx.bytes_copied() <= (total + wire.len()) as u64, "chunk {chunk}");
+        // At most the partial frame left when a read ends is copied.
+        let longest = payloads.iter().map(|p| p.len() + 4).max().unwrap();
+        let reads = wire.len().div_ceil(chunk);
+        assert!(
+            rx.bytes_copied() <= (reads * longest.min(chunk)) as u64,
+            "chunk {chunk}: {}",
+            rx.bytes_copied()
+        );
         drop((rx, out));
         assert_eq!(in_use(&pool), 0, "chunk {chunk}");
     }
@@ -120,25 +125,26 @@ fn one_frame_per_read_is_zero_copy() {
         frames.push(f);
     }
     assert_eq!(rx.bytes_copied(), 0);
-    // Each frame holds its own buffer; the reader holds one more.
-    assert_eq!(in_use(&pool), 11);
-    // The buffers' first bytes: the reader's (nothing unread: its first
-    // byte) and the frames' (4 bytes before each).
-    let mut starts = vec![rx.as_ptr()];
+    // Each frame holds its own buffer; the reader, everything read and
+    // split off, holds none until it next writes.
+    assert_eq!((in_use(&pool), rx.capacity()), (10, 0));
     // SAFETY: 4 bytes before each frame is its buffer's first byte, in the
     // same allocation.
-    starts.extend(frames.iter().map(|f| unsafe { f.as_ptr().sub(4) }));
+    let starts: Vec<_> = frames
+        .iter()
+        .map(|f| unsafe { f.as_ptr().sub(4) })
+        .collect();
     drop(rx);
     assert_eq!(in_use(&pool), 10);
     drop(frames);
     let s = pool.stats();
-    assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 11));
+    assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 10));
     // Those buffers serve the next acquires.
-    let again: Vec<_> = (0..11).map(|_| pool.acquire(100)).collect();
+    let again: Vec<_> = (0..10).map(|_| pool.acquire(100)).collect();
     for b in &again {
         assert!(starts.contains(&b.as_ptr()));
     }
-    assert_eq!(pool.stats().buckets[0].non_pooled, 11, "nothing new made");
+    assert_eq!(pool.stats().buckets[0].non_pooled, 10, "nothing new made");
     drop(again);
     common::assert_buffers_counted(&pool.stats());
 }
@@ -149,43 +155,72 @@ fn parts_outlive_the_reader_and_the_last_returns_the_memory() {
     let mut rx = FrameBuf::with_capacity(&pool, 100);
     rx.put_slice(b"headerbody!");
     let first = rx.as_ptr();
-    // "header" (6) then "body!" (5): the rest is shorter, it moves; the
-    // buffer goes whole to the frame.
-    let head = rx.split_to(6);
+    let head = rx.split_to(6); // the buffer freezes: shared, no copy
     assert_eq!((&head[..], head.as_ptr()), (&b"header"[..], first));
-    assert_eq!(rx.bytes_copied(), 5);
+    // SAFETY: only compared: the unread bytes stay where they were.
+    assert_eq!(rx.as_ptr(), unsafe { first.add(6) });
     let clone = head.slice(1..3);
-    let body = rx.split(); // all the unread bytes: no further copy
-    assert_eq!((&body[..], rx.bytes_copied()), (&b"body!"[..], 5));
+    let body = rx.split(); // all the unread bytes: no copy either
+    // SAFETY: as above.
+    assert_eq!(
+        (&body[..], body.as_ptr()),
+        (&b"body!"[..], unsafe { first.add(6) })
+    );
+    assert_eq!(rx.bytes_copied(), 0);
     drop(rx);
-    assert_eq!(in_use(&pool), 2, "the frames hold two buffers");
+    assert_eq!(in_use(&pool), 1, "the frames share one buffer");
     drop(head);
-    assert_eq!(in_use(&pool), 2, "a slice of the first frame still holds it");
+    assert_eq!(in_use(&pool), 1, "parts still hold it");
     assert_eq!(&clone[..], b"ea");
-    // Parts move to another thread and drop there.
-    thread::spawn(move || drop((clone, body))).join().unwrap();
+    // The last parts move to another thread and drop there.
+    thread::spawn(move || drop(clone)).join().unwrap();
+    assert_eq!(in_use(&pool), 1, "`body` still holds it");
+    drop(body);
     let s = pool.stats();
-    assert_eq!((s.total().in_use, s.total().idle), (0, 3), "{s}");
+    assert_eq!((s.total().in_use, s.total().idle), (0, 1), "{s}");
     common::assert_buffers_counted(&s);
 }
 
 #[test]
-fn a_short_frame_before_a_long_rest_is_copied() {
+fn a_partial_frame_moves_on_the_next_write() {
     let pool = Arc::new(BufferPool::new());
     let mut rx = FrameBuf::with_capacity(&pool, 4096);
     rx.put_slice(b"ab");
     rx.put_bytes(b'x', 1000);
-    let reader_ptr = rx.as_ptr();
+    let first = rx.as_ptr();
     let small = rx.split_to(2);
-    assert_eq!(&small[..], b"ab");
-    assert_eq!(rx.bytes_copied(), 2, "the 2-byte frame, not the 1000-byte rest");
-    // SAFETY: only compared: the reader kept its buffer and moved on by 2.
-    assert_eq!(rx.as_ptr(), unsafe { reader_ptr.add(2) });
-    assert_eq!(rx.len(), 1000);
+    assert_eq!((&small[..], small.as_ptr()), (&b"ab"[..], first));
+    let mid = rx.split_to(500); // from the frozen bytes: no copy
+    // SAFETY: only compared, in the same allocation.
+    assert_eq!(mid.as_ptr(), unsafe { first.add(2) });
+    assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (500, 0, 0));
+    assert_eq!(in_use(&pool), 1, "one buffer, shared");
+    rx.put_u8(b'y'); // the 500 unread bytes move to a fresh buffer
+    assert_eq!(
+        (rx.len(), rx.capacity(), rx.bytes_copied()),
+        (501, 4096, 500)
+    );
     assert_eq!(in_use(&pool), 2);
-    drop(rx);
-    assert_eq!(&small[..], b"ab");
+    assert_eq!(&rx[498..], b"xxy");
     drop(small);
+    assert_eq!(in_use(&pool), 2, "`mid` holds the first buffer");
+    drop(mid);
+    assert_eq!(in_use(&pool), 1, "the reader's");
+    drop(rx);
+    assert_eq!(in_use(&pool), 0);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn into_inner_after_a_split() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 10);
+    rx.put_slice(b"abcdef");
+    let f = rx.split_to(2);
+    rx.advance(1);
+    let buf = rx.into_inner(); // "def", copied into a fresh buffer
+    assert_eq!((&buf[..], &f[..]), (&b"def"[..], &b"ab"[..]));
+    drop((buf, f));
     assert_eq!(in_use(&pool), 0);
     common::assert_buffers_counted(&pool.stats());
 }
@@ -200,7 +235,10 @@ fn compaction_only_when_room_is_needed() {
     assert_eq!((rx.bytes_copied(), rx.len()), (0, 1096));
     let unread = rx.as_ptr();
     rx.put_u8(3); // full: the 1096 unread bytes move to the front
-    assert_eq!((rx.bytes_copied(), rx.capacity(), rx.len()), (1096, 4096, 1097));
+    assert_eq!(
+        (rx.bytes_copied(), rx.capacity(), rx.len()),
+        (1096, 4096, 1097)
+    );
     assert_ne!(rx.as_ptr(), unread);
     assert_eq!(&rx[..1000], [1; 1000]);
     assert_eq!(&rx[1000..], [[2; 96].as_slice(), &[3]].concat());
@@ -251,7 +289,12 @@ fn out_of_bounds_as_bytes_mut() {
 
 #[test]
 fn books_balance_under_many_frames_and_threads() {
-    let pool = Arc::new(BufferPool::builder().max_idle_memory(64 * 1024).build().unwrap());
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_memory(64 * 1024)
+            .build()
+            .unwrap(),
+    );
     let payloads = payloads();
     let wire: Vec<u8> = payloads.iter().flat_map(|p| frame(p)).collect();
     let handles: Vec<_> = (0..4)
@@ -280,4 +323,28 @@ fn books_balance_under_many_frames_and_threads() {
     let s = pool.stats();
     assert_eq!(s.total().in_use, 0, "{s}");
     common::assert_buffers_counted(&s);
+}
+
+/// The example of `docs/buffers.md`, "Reading frames".
+#[test]
+fn the_guide_example() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    rx.put_slice(b"\x00\x00\x00\x05hello\x00\x00\x00\x03by"); // a frame and a half
+    let mut frames: Vec<Bytes> = Vec::new();
+    decode_all(&mut rx, &mut frames);
+    rx.put_slice(b"e"); // the next read: the partial frame moves
+    assert_eq!(rx.bytes_copied(), 6);
+    assert_eq!(&frames[0][..], b"hello");
+    decode_all(&mut rx, &mut frames);
+    assert_eq!(&frames[1][..], b"bye");
+    drop(rx);
+    assert_eq!(
+        pool.stats().buckets[0].in_use,
+        2,
+        "each frame holds its buffer"
+    );
+    drop(frames);
+    assert_eq!(pool.stats().buckets[0].in_use, 0);
+    common::assert_buffers_counted(&pool.stats());
 }

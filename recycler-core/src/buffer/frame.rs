@@ -6,16 +6,16 @@
 //!
 //! The guards keep their contract (`Deref` over the written part, from the
 //! buffer's first byte), so the read offset lives here, on a type of its
-//! own. A split shares memory without any `unsafe`: the buffer that holds
-//! the frame is frozen whole ([`OwnedPooledBuf::into_bytes`]) and the
-//! reader moves on to a fresh pooled buffer, taking the bytes after the
-//! frame with it. Whichever side is shorter, the frame or what follows it,
-//! is copied: nothing when the frame is the last unread byte (one frame per
-//! read), never more than the frame's length, so at most one copy per byte
-//! in all.
+//! own. Sharing needs no `unsafe`: the first split *freezes* the buffer
+//! ([`OwnedPooledBuf::into_bytes`]), and the reader's unread bytes become a
+//! `Bytes` too, from which every further frame is split by reference
+//! counting. The reader writes again only into a fresh pooled buffer,
+//! taken when it next needs room, with what was left unread (a partial
+//! frame, usually) copied in front: the only copy, at most once per read.
+//! So no `&mut` ever covers memory a `Bytes` can read.
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 
 use ::bytes::buf::UninitSlice;
 use ::bytes::{Buf, BufMut, Bytes};
@@ -40,11 +40,13 @@ const GROW_BY: usize = 64;
 /// front (a `copy_within`) only when a write needs room, as `BytesMut`
 /// reclaims space, before the buffer grows.
 ///
-/// A split gives the `Bytes` side the pooled buffer that holds the frame,
-/// whole, and the reader a fresh buffer from the same pool with the bytes
-/// after the frame: no copy when the frame is all that is unread; otherwise
-/// the shorter of the frame and the rest is copied (counted in
-/// [`bytes_copied`](Self::bytes_copied)). A pooled buffer returns to the
+/// [`split_to`](Self::split_to) never copies: the first split freezes the
+/// pooled buffer into `Bytes`, which the frame and the reader's unread bytes
+/// then share, and later splits share it too. The next write (the next
+/// socket read) goes into a fresh buffer from the same pool, with the bytes
+/// still unread, if any, copied in front: at most one partial frame per
+/// read (counted in [`bytes_copied`](Self::bytes_copied)); nothing when
+/// every frame read was split off whole. A pooled buffer returns to the
 /// pool when the reader and every `Bytes` that shares it have dropped.
 ///
 /// # Examples
@@ -70,13 +72,18 @@ const GROW_BY: usize = 64;
 /// assert!(rx.is_empty());
 /// ```
 pub struct FrameBuf {
-    /// The bytes written; `buf[pos..]` are unread.
-    buf: OwnedPooledBuf,
-    /// The read offset, `<= buf.len()`.
+    /// The buffer written into, `buf[pos..]` unread; `None` while frozen:
+    /// after a split, until the next write.
+    buf: Option<OwnedPooledBuf>,
+    /// The unread bytes while frozen (shared with the frames split off);
+    /// empty otherwise.
+    frozen: Bytes,
+    /// The read offset into `buf`, `<= buf.len()`; 0 while frozen.
     pos: usize,
-    /// The capacity asked of the pool for a fresh buffer after a split.
+    /// The pool, and the capacity asked of it for the next buffer.
+    pool: Arc<BufferPool>,
     capacity: usize,
-    /// Bytes copied by splits and compactions.
+    /// Bytes copied by thaws and compactions.
     copied: u64,
 }
 
@@ -100,11 +107,12 @@ impl FrameBuf {
     /// assert_eq!(&rx[..], b"bc");
     /// ```
     pub fn new(buf: OwnedPooledBuf) -> Self {
-        let capacity = buf.capacity();
         Self {
-            buf,
+            pool: Arc::clone(buf.pool()),
+            capacity: buf.capacity(),
+            buf: Some(buf),
+            frozen: Bytes::new(),
             pos: 0,
-            capacity,
             copied: 0,
         }
     }
@@ -142,7 +150,10 @@ impl FrameBuf {
     /// ```
     #[inline]
     pub fn len(&self) -> usize {
-        self.buf.len() - self.pos
+        match &self.buf {
+            Some(buf) => buf.len() - self.pos,
+            None => self.frozen.len(),
+        }
     }
 
     /// Whether every byte written has been read.
@@ -165,7 +176,9 @@ impl FrameBuf {
     }
 
     /// The capacity of the buffer it writes into now: the unread bytes and
-    /// the bytes already read before them count against it.
+    /// the bytes already read before them count against it. 0 while the
+    /// reader has no buffer of its own: after a split, until it next writes
+    /// (its unread bytes are shared with the frames then).
     ///
     /// # Examples
     ///
@@ -178,11 +191,11 @@ impl FrameBuf {
     /// ```
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.buf.capacity()
+        self.buf.as_ref().map_or(0, |buf| buf.capacity())
     }
 
-    /// Bytes copied so far by splits (the shorter side of a split) and by
-    /// compactions (the unread bytes moved to the front to make room): the
+    /// Bytes copied so far: the unread bytes a write after a split carried
+    /// into a fresh buffer, and those moved to the front to make room. The
     /// price of sharing without `unsafe`, to watch in a benchmark.
     ///
     /// # Examples
@@ -193,12 +206,12 @@ impl FrameBuf {
     /// use recycler_core::buffer::{BufferPool, FrameBuf};
     ///
     /// let mut rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 10);
-    /// rx.put_slice(b"frame+partial");
-    /// let frame = rx.split_to(6); // "partial" is longer: the frame is copied
-    /// assert_eq!(rx.bytes_copied(), 6);
-    /// let rest = rx.split_to(7); // the last unread bytes: no copy
-    /// assert_eq!(rx.bytes_copied(), 6);
-    /// assert_eq!((&frame[..], &rest[..]), (&b"frame+"[..], &b"partial"[..]));
+    /// rx.put_slice(b"frame+part");
+    /// let frame = rx.split_to(6); // no copy
+    /// assert_eq!(rx.bytes_copied(), 0);
+    /// rx.put_slice(b"ial"); // "part" moves to a fresh buffer first
+    /// assert_eq!(rx.bytes_copied(), 4);
+    /// assert_eq!((&frame[..], &rx[..]), (&b"frame+"[..], &b"partial"[..]));
     /// ```
     #[inline]
     pub fn bytes_copied(&self) -> u64 {
@@ -224,14 +237,14 @@ impl FrameBuf {
     /// assert_eq!(&rx[..], b"abc");
     /// ```
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
-        self.reserve(bytes.len());
-        self.buf.extend_from_slice(bytes);
+        self.writable(bytes.len()).extend_from_slice(bytes);
     }
 
     /// Makes room for at least `additional` more bytes after the unread
-    /// ones: first by moving the unread bytes to the front (if any were
-    /// read before them and that is not enough already), then by growing the
-    /// buffer as [`OwnedPooledBuf::reserve`] does.
+    /// ones: after a split, in a fresh buffer from the pool, the unread
+    /// bytes copied in; else by moving the unread bytes to the front (if
+    /// any were read before them and that is not enough already), then by
+    /// growing the buffer as [`OwnedPooledBuf::reserve`] does.
     ///
     /// # Panics
     ///
@@ -251,11 +264,29 @@ impl FrameBuf {
     /// assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (10, 4096, 10));
     /// ```
     pub fn reserve(&mut self, additional: usize) {
-        if self.buf.capacity() - self.buf.len() >= additional {
-            return;
+        self.writable(additional);
+    }
+
+    /// The buffer to write into, with room for `additional` more bytes
+    /// (see [`reserve`](Self::reserve)).
+    fn writable(&mut self, additional: usize) -> &mut OwnedPooledBuf {
+        let buf = match self.buf.take() {
+            Some(buf) => buf,
+            None => self.thaw(additional),
+        };
+        let buf = self.buf.insert(buf);
+        if buf.capacity() - buf.len() < additional {
+            if self.pos > 0 {
+                // Compact: the unread bytes to the front.
+                let unread = buf.len() - self.pos;
+                buf.copy_within(self.pos.., 0);
+                buf.truncate(unread);
+                self.copied += unread as u64;
+                self.pos = 0;
+            }
+            buf.reserve(additional);
         }
-        self.compact();
-        self.buf.reserve(additional);
+        buf
     }
 
     /// Forgets the unread bytes; keeps the buffer.
@@ -272,14 +303,17 @@ impl FrameBuf {
     /// assert!(rx.is_empty());
     /// ```
     pub fn clear(&mut self) {
-        self.buf.clear();
+        if let Some(buf) = &mut self.buf {
+            buf.clear();
+        }
+        self.frozen = Bytes::new();
         self.pos = 0;
     }
 
-    /// The first `at` unread bytes as [`Bytes`], sharing the pooled memory;
-    /// the reader keeps the bytes after them. Zero-copy when they are all
-    /// the unread bytes; otherwise the shorter side is copied (see
-    /// [`FrameBuf`]). What `BytesMut::split_to` is, and like it:
+    /// The first `at` unread bytes as [`Bytes`], sharing the pooled memory,
+    /// without a copy; the reader keeps the bytes after them (shared with
+    /// the frame until the reader next writes: see [`FrameBuf`]). What
+    /// `BytesMut::split_to` is, and like it:
     ///
     /// # Panics
     ///
@@ -327,35 +361,29 @@ impl FrameBuf {
     /// assert_eq!(rx.try_split_to(3).as_deref(), Some(&b"abc"[..]));
     /// ```
     pub fn try_split_to(&mut self, at: usize) -> Option<Bytes> {
-        let unread = self.len();
-        if at > unread {
+        if at > self.len() {
             return None;
         }
         if at == 0 {
             return Some(Bytes::new());
         }
-        let (start, rest) = (self.pos, unread - at);
-        if rest > at {
-            // The frame is the shorter side: copy it into a buffer of its own.
-            let mut frame = self.buf.pool().acquire_owned(at);
-            frame.extend_from_slice(&self.buf[start..start + at]);
-            self.copied += at as u64;
-            self.advance(at);
-            return Some(frame.into_bytes());
+        if let Some(buf) = self.buf.take() {
+            // Freeze: the buffer goes whole to `Bytes`; nothing writes to it
+            // again, and it returns to the pool when the last part drops.
+            self.frozen = buf.into_bytes().slice(self.pos..);
+            self.pos = 0;
         }
-        // Move what follows the frame (`rest <= at` bytes) to a fresh buffer;
-        // the old one, now immutable, goes whole to the `Bytes`.
-        let mut fresh = self.buf.pool().acquire_owned(self.capacity.max(rest));
-        fresh.extend_from_slice(&self.buf[start + at..]);
-        self.copied += rest as u64;
-        self.pos = 0;
-        let old = std::mem::replace(&mut self.buf, fresh);
-        Some(old.into_bytes().slice(start..start + at))
+        let frame = self.frozen.split_to(at);
+        if self.frozen.is_empty() {
+            // Hold no share of the frames' memory.
+            self.frozen = Bytes::new();
+        }
+        Some(frame)
     }
 
     /// All the unread bytes as [`Bytes`], sharing the pooled memory, without
-    /// a copy; the reader goes on with a fresh buffer from the pool. What
-    /// `BytesMut::split` is.
+    /// a copy; the reader's next write takes a fresh buffer from the pool.
+    /// What `BytesMut::split` is.
     ///
     /// # Examples
     ///
@@ -373,8 +401,8 @@ impl FrameBuf {
         self.split_to(self.len())
     }
 
-    /// The pooled buffer, the unread bytes moved to its front (a copy, if
-    /// some were read before them).
+    /// The pooled buffer, the unread bytes at its front: moved there if some
+    /// were read before them, or copied into a fresh buffer after a split.
     ///
     /// # Examples
     ///
@@ -389,20 +417,31 @@ impl FrameBuf {
     /// assert_eq!(&rx.into_inner()[..], b"bc");
     /// ```
     pub fn into_inner(mut self) -> OwnedPooledBuf {
-        self.compact();
-        self.buf
-    }
-
-    /// Moves the unread bytes to the buffer's first byte.
-    fn compact(&mut self) {
-        if self.pos == 0 {
-            return;
+        let (pos, mut buf) = match self.buf.take() {
+            Some(buf) => (self.pos, buf),
+            None => (0, self.thaw(0)),
+        };
+        if pos > 0 {
+            let unread = buf.len() - pos;
+            buf.copy_within(pos.., 0);
+            buf.truncate(unread);
         }
-        let unread = self.len();
-        self.buf.copy_within(self.pos.., 0);
-        self.buf.truncate(unread);
-        self.copied += unread as u64;
+        buf
+    }
+}
+
+impl FrameBuf {
+    /// After a split: a fresh buffer from the pool with room for
+    /// `additional` more bytes, the bytes still unread copied in. The frozen
+    /// buffer stays with the frames that share it.
+    fn thaw(&mut self, additional: usize) -> OwnedPooledBuf {
+        let unread = std::mem::take(&mut self.frozen);
+        let size = unread.len().saturating_add(additional);
+        let mut buf = self.pool.acquire_owned(self.capacity.max(size));
+        buf.extend_from_slice(&unread);
+        self.copied += unread.len() as u64;
         self.pos = 0;
+        buf
     }
 }
 
@@ -441,18 +480,10 @@ impl Deref for FrameBuf {
     /// The unread bytes.
     #[inline]
     fn deref(&self) -> &[u8] {
-        &self.buf[self.pos..]
-    }
-}
-
-impl DerefMut for FrameBuf {
-    /// The unread bytes. No `Bytes` ever shares the buffer a reader writes
-    /// into (a split gives the `Bytes` side another buffer), so they are
-    /// the reader's alone.
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [u8] {
-        let pos = self.pos;
-        &mut self.buf[pos..]
+        match &self.buf {
+            Some(buf) => &buf[self.pos..],
+            None => &self.frozen,
+        }
     }
 }
 
@@ -489,8 +520,10 @@ impl Buf for FrameBuf {
         }
         if cnt == unread {
             self.clear();
-        } else {
+        } else if self.buf.is_some() {
             self.pos += cnt;
+        } else {
+            self.frozen.advance(cnt);
         }
     }
 
@@ -503,34 +536,46 @@ impl Buf for FrameBuf {
 }
 
 #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
-// SAFETY: every method delegates to the buffer's own `BufMut` (sound by its
-// impl in `bytes.rs`), after at most moving the unread bytes to the front,
-// which changes no length the delegation relies on: `chunk_mut` is the
-// spare capacity after the written part, `advance_mut` covers bytes the
-// caller initialized there.
+// SAFETY: `chunk_mut` and `advance_mut` delegate to the writable buffer's
+// own `BufMut` (sound by its impl in `bytes.rs`); making room before (a
+// thaw, or moving the unread bytes to the front) changes nothing the
+// delegation relies on: `chunk_mut` is that buffer's spare capacity after
+// its written part, `advance_mut` covers bytes the caller initialized
+// there. The frozen bytes, shared with `Bytes`, are never written.
 unsafe impl BufMut for FrameBuf {
+    /// As much as a `Vec<u8>` could hold, as the guards'.
     #[inline]
     fn remaining_mut(&self) -> usize {
-        self.buf.remaining_mut()
+        match &self.buf {
+            Some(buf) => buf.remaining_mut(),
+            None => isize::MAX as usize - self.frozen.len(),
+        }
     }
 
     #[inline]
     #[track_caller]
     unsafe fn advance_mut(&mut self, cnt: usize) {
-        // SAFETY: the caller initialized `cnt` bytes of `chunk_mut`, which is
-        // the buffer's own `chunk_mut`, so the buffer's contract holds.
-        unsafe { self.buf.advance_mut(cnt) };
+        if cnt == 0 {
+            return;
+        }
+        let buf = self.writable(0);
+        // SAFETY: the caller initialized `cnt` bytes of the last
+        // `chunk_mut`, which was this buffer's own `chunk_mut` (`writable`
+        // takes no new buffer once one is there), so its contract holds.
+        unsafe { buf.advance_mut(cnt) };
     }
 
-    /// The spare capacity after the unread bytes; when there is none, the
-    /// unread bytes first move to the front, and if that frees nothing the
-    /// buffer grows (by at least 64 bytes), as [`FrameBuf::reserve`].
+    /// The spare capacity after the unread bytes. After a split, a fresh
+    /// buffer from the pool first, the unread bytes copied in; when full,
+    /// the unread bytes first move to the front, and if that frees nothing
+    /// the buffer grows (by at least 64 bytes), as [`FrameBuf::reserve`].
     #[inline]
     fn chunk_mut(&mut self) -> &mut UninitSlice {
-        if self.buf.len() == self.buf.capacity() {
-            self.reserve(GROW_BY);
-        }
-        self.buf.chunk_mut()
+        let room = match &self.buf {
+            Some(buf) if buf.len() < buf.capacity() => 0,
+            _ => GROW_BY,
+        };
+        self.writable(room).chunk_mut()
     }
 
     #[inline]
@@ -547,13 +592,14 @@ impl fmt::Debug for FrameBuf {
     /// use recycler_core::buffer::{BufferPool, FrameBuf};
     ///
     /// let rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 10);
-    /// assert_eq!(format!("{rx:?}"), "FrameBuf { len: 0, pos: 0, capacity: 4096, .. }");
+    /// assert_eq!(format!("{rx:?}"), "FrameBuf { len: 0, pos: 0, capacity: 4096, frozen: false, .. }");
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FrameBuf")
             .field("len", &self.len())
             .field("pos", &self.pos)
-            .field("capacity", &self.buf.capacity())
+            .field("capacity", &self.capacity())
+            .field("frozen", &self.buf.is_none())
             .finish_non_exhaustive()
     }
 }
