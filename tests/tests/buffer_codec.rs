@@ -118,9 +118,7 @@ fn one_frame_per_read_is_zero_copy() {
         let first = rx.as_ptr();
         rx.advance(4);
         let f = rx.split_to(50);
-        // SAFETY: `first` is the reader's first unread byte; the frame
-        // starts 4 bytes after it, in the same allocation.
-        assert_eq!(f.as_ptr(), unsafe { first.add(4) }, "no copy");
+        assert_eq!(f.as_ptr(), first.wrapping_add(4), "no copy");
         assert_eq!(&f[..], [i; 50]);
         frames.push(f);
     }
@@ -128,12 +126,8 @@ fn one_frame_per_read_is_zero_copy() {
     // Each frame holds its own buffer; the reader, everything read and
     // split off, holds none until it next writes.
     assert_eq!((in_use(&pool), rx.capacity()), (10, 0));
-    // SAFETY: 4 bytes before each frame is its buffer's first byte, in the
-    // same allocation.
-    let starts: Vec<_> = frames
-        .iter()
-        .map(|f| unsafe { f.as_ptr().sub(4) })
-        .collect();
+    // 4 bytes before each frame: its buffer's first byte.
+    let starts: Vec<_> = frames.iter().map(|f| f.as_ptr().wrapping_sub(4)).collect();
     drop(rx);
     assert_eq!(in_use(&pool), 10);
     drop(frames);
@@ -157,14 +151,12 @@ fn parts_outlive_the_reader_and_the_last_returns_the_memory() {
     let first = rx.as_ptr();
     let head = rx.split_to(6); // the buffer freezes: shared, no copy
     assert_eq!((&head[..], head.as_ptr()), (&b"header"[..], first));
-    // SAFETY: only compared: the unread bytes stay where they were.
-    assert_eq!(rx.as_ptr(), unsafe { first.add(6) });
+    assert_eq!(rx.as_ptr(), first.wrapping_add(6), "the unread bytes stay");
     let clone = head.slice(1..3);
     let body = rx.split(); // all the unread bytes: no copy either
-    // SAFETY: as above.
     assert_eq!(
         (&body[..], body.as_ptr()),
-        (&b"body!"[..], unsafe { first.add(6) })
+        (&b"body!"[..], first.wrapping_add(6))
     );
     assert_eq!(rx.bytes_copied(), 0);
     drop(rx);
@@ -191,8 +183,7 @@ fn a_partial_frame_moves_on_the_next_write() {
     let small = rx.split_to(2);
     assert_eq!((&small[..], small.as_ptr()), (&b"ab"[..], first));
     let mid = rx.split_to(500); // from the frozen bytes: no copy
-    // SAFETY: only compared, in the same allocation.
-    assert_eq!(mid.as_ptr(), unsafe { first.add(2) });
+    assert_eq!(mid.as_ptr(), first.wrapping_add(2));
     assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (500, 0, 0));
     assert_eq!(in_use(&pool), 1, "one buffer, shared");
     rx.put_u8(b'y'); // the 500 unread bytes move to a fresh buffer
