@@ -1,18 +1,9 @@
-//! Feature `bytes`: [`FrameBuf`], a pooled read buffer for codecs. It owns
-//! an [`OwnedPooledBuf`] and a read offset: `BufMut` fills it from a socket,
-//! `bytes::Buf` consumes from the front without copying, and
-//! [`split_to`](FrameBuf::split_to) hands a frame off as `Bytes` that shares
-//! the pooled memory.
-//!
-//! The guards keep their contract (`Deref` over the written part, from the
-//! buffer's first byte), so the read offset lives here, on a type of its
-//! own. Sharing needs no `unsafe`: the first split *freezes* the buffer
-//! ([`OwnedPooledBuf::into_bytes`]), and the reader's unread bytes become a
-//! `Bytes` too, from which every further frame is split by reference
-//! counting. The reader writes again only into a fresh pooled buffer,
-//! taken when it next needs room, with what was left unread (a partial
-//! frame, usually) copied in front: the only copy, at most once per read.
-//! So no `&mut` ever covers memory a `Bytes` can read.
+//! Feature `bytes`: [`FrameBuf`], a pooled read buffer for codecs: the read
+//! side kept off the guards, whose `Deref` starts at the buffer's first
+//! byte. Splits share memory by freezing the buffer into `Bytes`, with no
+//! `unsafe`: no `&mut` ever covers memory a `Bytes` can read, since the
+//! reader writes only into a fresh pooled buffer after a split
+//! (`docs/buffers.md`, "Reading frames").
 
 use std::fmt;
 use std::ops::Deref;
@@ -428,9 +419,7 @@ impl FrameBuf {
         }
         buf
     }
-}
 
-impl FrameBuf {
     /// After a split: a fresh buffer from the pool with room for
     /// `additional` more bytes, the bytes still unread copied in. The frozen
     /// buffer stays with the frames that share it.
