@@ -281,6 +281,13 @@ impl OwnedPooledBuf {
             origin,
         }
     }
+
+    /// The pool the buffer returns to (a `FrameBuf` takes its next buffer
+    /// from it).
+    #[cfg(feature = "bytes")]
+    pub(crate) fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
 }
 
 /// Makes room for `additional` more bytes, or says why not; past the memory

@@ -37,7 +37,9 @@
 //!   limit (waiting now, waits, timeouts, cancellations); the overdrafts;
 //!   its `Display` is a Jetty-style dump.
 //! - **`bytes`** (feature). `bytes::BufMut` for the buffers, and
-//!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy.
+//!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy; `FrameBuf`, a
+//!   pooled read buffer for codecs (`BufMut` to fill, `bytes::Buf` to
+//!   decode, `split_to` a frame off as `Bytes` sharing the pooled memory).
 //!
 //! [The buffer guide](crate::guide::buffers) explains each of these, with
 //! the reasoning and the numbers.
@@ -76,6 +78,8 @@ mod builder;
 #[cfg(feature = "bytes")]
 mod bytes;
 mod evict;
+#[cfg(feature = "bytes")]
+mod frame;
 mod guard;
 mod index;
 mod inner;
@@ -95,6 +99,8 @@ mod wait_counts;
 mod waiters;
 
 pub use self::builder::BufferPoolBuilder;
+#[cfg(feature = "bytes")]
+pub use self::frame::FrameBuf;
 pub use self::guard::{OwnedPooledBuf, PooledBuf};
 pub use self::pool::{BufferPool, BufferPoolHandle};
 pub use self::scope::Scope;

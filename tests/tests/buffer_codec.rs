@@ -1,0 +1,341 @@
+//! `FrameBuf`, the pooled read buffer for codecs (feature `bytes`): frames
+//! decoded across partial reads, `split_to` parts that outlive the reader,
+//! the memory returning to the pool only when the last part drops, no copy
+//! on the fast path, the copy and compaction costs, bytes' panics, and the
+//! books balanced.
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::thread;
+
+use bytes::{Buf, BufMut, Bytes};
+use recycler_core::buffer::{BufferPool, FrameBuf};
+
+/// `payload` with a 4-byte big-endian length before it.
+fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut v = (payload.len() as u32).to_be_bytes().to_vec();
+    v.extend_from_slice(payload);
+    v
+}
+
+/// Splits every whole length-prefixed frame off `rx`.
+fn decode_all(rx: &mut FrameBuf, out: &mut Vec<Bytes>) {
+    while rx.len() >= 4 {
+        let n = u32::from_be_bytes(rx[..4].try_into().unwrap()) as usize;
+        if rx.len() < 4 + n {
+            return;
+        }
+        rx.advance(4);
+        out.push(rx.split_to(n));
+    }
+}
+
+/// Payloads of many lengths, 0 included.
+fn payloads() -> Vec<Vec<u8>> {
+    (0..200u32)
+        .map(|i| (0..(i * 37) % 700).map(|j| (i + j) as u8).collect())
+        .collect()
+}
+
+fn in_use(pool: &BufferPool) -> u64 {
+    pool.stats().total().in_use
+}
+
+#[test]
+fn frames_decode_across_partial_reads() {
+    let pool = Arc::new(BufferPool::new());
+    let payloads = payloads();
+    let wire: Vec<u8> = payloads.iter().flat_map(|p| frame(p)).collect();
+    for chunk in [1, 3, 7, 64, 1000, 5000] {
+        let mut rx = FrameBuf::with_capacity(&pool, 512);
+        let mut out = Vec::new();
+        for part in wire.chunks(chunk) {
+            rx.put_slice(part); // a socket read of `chunk` bytes
+            decode_all(&mut rx, &mut out);
+        }
+        assert!(rx.is_empty(), "chunk {chunk}: {rx:?}");
+        assert_eq!(out.len(), payloads.len(), "chunk {chunk}");
+        for (got, want) in out.iter().zip(&payloads) {
+            assert_eq!(&got[..], &want[..], "chunk {chunk}");
+        }
+        // At most the partial frame left when a read ends is copied.
+        let longest = payloads.iter().map(|p| p.len() + 4).max().unwrap();
+        let reads = wire.len().div_ceil(chunk);
+        assert!(
+            rx.bytes_copied() <= (reads * longest.min(chunk)) as u64,
+            "chunk {chunk}: {}",
+            rx.bytes_copied()
+        );
+        drop((rx, out));
+        assert_eq!(in_use(&pool), 0, "chunk {chunk}");
+    }
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn tokio_read_buf_fills_it_in_partial_reads() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pool = Arc::new(BufferPool::new());
+    let payloads = payloads();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let out = rt.block_on(async {
+        let (mut tx, mut rd) = tokio::io::duplex(61); // reads of 61 bytes at most
+        let sent = payloads.clone();
+        let writer = tokio::spawn(async move {
+            for p in &sent {
+                tx.write_all(&frame(p)).await.unwrap();
+            }
+        });
+        let mut rx = FrameBuf::with_capacity(&pool, 256);
+        let mut out = Vec::new();
+        while rd.read_buf(&mut rx).await.unwrap() > 0 {
+            decode_all(&mut rx, &mut out);
+        }
+        writer.await.unwrap();
+        assert!(rx.is_empty());
+        out
+    });
+    assert_eq!(out.len(), payloads.len());
+    for (got, want) in out.iter().zip(&payloads) {
+        assert_eq!(&got[..], &want[..]);
+    }
+    drop(out);
+    assert_eq!(in_use(&pool), 0);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn one_frame_per_read_is_zero_copy() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 100);
+    let mut frames = Vec::new();
+    for i in 0..10u8 {
+        rx.put_slice(&frame(&[i; 50]));
+        let first = rx.as_ptr();
+        rx.advance(4);
+        let f = rx.split_to(50);
+        assert_eq!(f.as_ptr(), first.wrapping_add(4), "no copy");
+        assert_eq!(&f[..], [i; 50]);
+        frames.push(f);
+    }
+    assert_eq!(rx.bytes_copied(), 0);
+    // Each frame holds its own buffer; the reader, everything read and
+    // split off, holds none until it next writes.
+    assert_eq!((in_use(&pool), rx.capacity()), (10, 0));
+    // 4 bytes before each frame: its buffer's first byte.
+    let starts: Vec<_> = frames.iter().map(|f| f.as_ptr().wrapping_sub(4)).collect();
+    drop(rx);
+    assert_eq!(in_use(&pool), 10);
+    drop(frames);
+    let s = pool.stats();
+    assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 10));
+    // Those buffers serve the next acquires.
+    let again: Vec<_> = (0..10).map(|_| pool.acquire(100)).collect();
+    for b in &again {
+        assert!(starts.contains(&b.as_ptr()));
+    }
+    assert_eq!(pool.stats().buckets[0].non_pooled, 10, "nothing new made");
+    drop(again);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn parts_outlive_the_reader_and_the_last_returns_the_memory() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 100);
+    rx.put_slice(b"headerbody!");
+    let first = rx.as_ptr();
+    let head = rx.split_to(6); // the buffer freezes: shared, no copy
+    assert_eq!((&head[..], head.as_ptr()), (&b"header"[..], first));
+    assert_eq!(rx.as_ptr(), first.wrapping_add(6), "the unread bytes stay");
+    let clone = head.slice(1..3);
+    let body = rx.split(); // all the unread bytes: no copy either
+    assert_eq!(
+        (&body[..], body.as_ptr()),
+        (&b"body!"[..], first.wrapping_add(6))
+    );
+    assert_eq!(rx.bytes_copied(), 0);
+    drop(rx);
+    assert_eq!(in_use(&pool), 1, "the frames share one buffer");
+    drop(head);
+    assert_eq!(in_use(&pool), 1, "parts still hold it");
+    assert_eq!(&clone[..], b"ea");
+    // The last parts move to another thread and drop there.
+    thread::spawn(move || drop(clone)).join().unwrap();
+    assert_eq!(in_use(&pool), 1, "`body` still holds it");
+    drop(body);
+    let s = pool.stats();
+    assert_eq!((s.total().in_use, s.total().idle), (0, 1), "{s}");
+    common::assert_buffers_counted(&s);
+}
+
+#[test]
+fn a_partial_frame_moves_on_the_next_write() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    rx.put_slice(b"ab");
+    rx.put_bytes(b'x', 1000);
+    let first = rx.as_ptr();
+    let small = rx.split_to(2);
+    assert_eq!((&small[..], small.as_ptr()), (&b"ab"[..], first));
+    let mid = rx.split_to(500); // from the frozen bytes: no copy
+    assert_eq!(mid.as_ptr(), first.wrapping_add(2));
+    assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (500, 0, 0));
+    assert_eq!(in_use(&pool), 1, "one buffer, shared");
+    rx.put_u8(b'y'); // the 500 unread bytes move to a fresh buffer
+    assert_eq!(
+        (rx.len(), rx.capacity(), rx.bytes_copied()),
+        (501, 4096, 500)
+    );
+    assert_eq!(in_use(&pool), 2);
+    assert_eq!(&rx[498..], b"xxy");
+    drop(small);
+    assert_eq!(in_use(&pool), 2, "`mid` holds the first buffer");
+    drop(mid);
+    assert_eq!(in_use(&pool), 1, "the reader's");
+    drop(rx);
+    assert_eq!(in_use(&pool), 0);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn into_inner_after_a_split() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 10);
+    rx.put_slice(b"abcdef");
+    let f = rx.split_to(2);
+    rx.advance(1);
+    let buf = rx.into_inner(); // "def", copied into a fresh buffer
+    assert_eq!((&buf[..], &f[..]), (&b"def"[..], &b"ab"[..]));
+    drop((buf, f));
+    assert_eq!(in_use(&pool), 0);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn compaction_only_when_room_is_needed() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    rx.put_bytes(1, 4000);
+    rx.advance(3000);
+    rx.put_bytes(2, 96); // fits after the unread bytes: no move
+    assert_eq!((rx.bytes_copied(), rx.len()), (0, 1096));
+    let unread = rx.as_ptr();
+    rx.put_u8(3); // full: the 1096 unread bytes move to the front
+    assert_eq!(
+        (rx.bytes_copied(), rx.capacity(), rx.len()),
+        (1096, 4096, 1097)
+    );
+    assert_ne!(rx.as_ptr(), unread);
+    assert_eq!(&rx[..1000], [1; 1000]);
+    assert_eq!(&rx[1000..], [[2; 96].as_slice(), &[3]].concat());
+    rx.advance(1097); // all read: starts over, no copy
+    rx.put_bytes(4, 4096);
+    assert_eq!((rx.bytes_copied(), rx.capacity()), (1096, 4096));
+    rx.put_u8(5); // nothing read before the unread bytes: it grows
+    assert_eq!(rx.capacity(), 8192);
+    let buf = rx.into_inner();
+    assert_eq!(buf.len(), 4097);
+    drop(buf);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+/// `f` panics with a message containing `expected`.
+fn panics_with(expected: &str, f: impl FnOnce()) {
+    let err = catch_unwind(AssertUnwindSafe(f)).unwrap_err();
+    let msg = err
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| err.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    assert!(msg.contains(expected), "panicked with {msg:?}");
+}
+
+#[test]
+fn out_of_bounds_as_bytes_mut() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 10);
+    rx.put_slice(b"abc");
+    rx.advance(1);
+    // `try_split_to` says no and changes nothing.
+    assert!(rx.try_split_to(3).is_none());
+    assert_eq!((&rx[..], rx.bytes_copied()), (&b"bc"[..], 0));
+    assert_eq!(rx.try_split_to(0).as_deref(), Some(&[][..]));
+    // `split_to` and `advance` panic as `BytesMut`'s do.
+    let mut bm = bytes::BytesMut::from(&b"bc"[..]);
+    panics_with("split_to out of bounds", || drop(bm.split_to(3)));
+    panics_with("split_to out of bounds: 3 <= 2", || drop(rx.split_to(3)));
+    panics_with("cannot advance past `remaining`: 3 <= 2", || rx.advance(3));
+    panics_with("split_to out of bounds", || drop(rx.copy_to_bytes(3)));
+    assert_eq!(&rx[..], b"bc", "unchanged");
+    assert_eq!(&rx.copy_to_bytes(2)[..], b"bc");
+    drop(rx);
+    assert_eq!(in_use(&pool), 0);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+#[test]
+fn books_balance_under_many_frames_and_threads() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_memory(64 * 1024)
+            .build()
+            .unwrap(),
+    );
+    let payloads = payloads();
+    let wire: Vec<u8> = payloads.iter().flat_map(|p| frame(p)).collect();
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let pool = Arc::clone(&pool);
+            let wire = wire.clone();
+            thread::spawn(move || {
+                let mut rx = FrameBuf::with_capacity(&pool, 1024);
+                let mut out = Vec::new();
+                for part in wire.chunks(100 + t * 77) {
+                    rx.put_slice(part);
+                    decode_all(&mut rx, &mut out);
+                }
+                out // the frames outlive the reader and its thread
+            })
+        })
+        .collect();
+    let all: Vec<Vec<Bytes>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    for out in &all {
+        assert_eq!(out.len(), payloads.len());
+        for (got, want) in out.iter().zip(&payloads) {
+            assert_eq!(&got[..], &want[..]);
+        }
+    }
+    drop(all);
+    let s = pool.stats();
+    assert_eq!(s.total().in_use, 0, "{s}");
+    common::assert_buffers_counted(&s);
+}
+
+/// The example of `docs/buffers.md`, "Reading frames".
+#[test]
+fn the_guide_example() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    rx.put_slice(b"\x00\x00\x00\x05hello\x00\x00\x00\x03by"); // a frame and a half
+    let mut frames: Vec<Bytes> = Vec::new();
+    decode_all(&mut rx, &mut frames);
+    rx.put_slice(b"e"); // the next read: the partial frame moves
+    assert_eq!(rx.bytes_copied(), 6);
+    assert_eq!(&frames[0][..], b"hello");
+    decode_all(&mut rx, &mut frames);
+    assert_eq!(&frames[1][..], b"bye");
+    drop(rx);
+    assert_eq!(
+        pool.stats().buckets[0].in_use,
+        2,
+        "each frame holds its buffer"
+    );
+    drop(frames);
+    assert_eq!(pool.stats().buckets[0].in_use, 0);
+    common::assert_buffers_counted(&pool.stats());
+}
