@@ -51,6 +51,10 @@ enum First {
     TryAcquire,
     AcquireTimeout,
     AcquireOwned,
+    TryAcquireOwned,
+    AcquireOwnedTimeout,
+    TryAcquirePooled,
+    TryAcquireOwnedPooled,
     AcquireAsync,
     AcquireOwnedAsync,
     Scope,
@@ -66,11 +70,15 @@ const RECYCLER_FIRST: [First; 6] = [
     First::Stats,
 ];
 
-const BUFFER_FIRST: [First; 11] = [
+const BUFFER_FIRST: [First; 15] = [
     First::Acquire,
     First::TryAcquire,
     First::AcquireTimeout,
     First::AcquireOwned,
+    First::TryAcquireOwned,
+    First::AcquireOwnedTimeout,
+    First::TryAcquirePooled,
+    First::TryAcquireOwnedPooled,
     First::AcquireAsync,
     First::AcquireOwnedAsync,
     First::Trim,
@@ -364,6 +372,12 @@ fn buffer_first(pool: &Arc<BufferPool>, first: First) {
         First::TryAcquire => drop(pool.try_acquire(1000).unwrap()),
         First::AcquireTimeout => drop(pool.acquire_timeout(1000, Duration::ZERO).unwrap()),
         First::AcquireOwned => drop(pool.acquire_owned(1000)),
+        First::TryAcquireOwned => drop(pool.try_acquire_owned(1000).unwrap()),
+        First::AcquireOwnedTimeout => {
+            drop(pool.acquire_owned_timeout(1000, Duration::ZERO).unwrap());
+        }
+        First::TryAcquirePooled => drop(pool.try_acquire_pooled(1000)),
+        First::TryAcquireOwnedPooled => drop(pool.try_acquire_owned_pooled(1000)),
         First::AcquireAsync => drop(block_on(pool.acquire_async(1000)).unwrap()),
         First::AcquireOwnedAsync => drop(block_on(pool.acquire_owned_async(1000)).unwrap()),
         First::Trim => pool.trim(),
