@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use loom_support::{model, spawn};
+use loom_support::{assert_buffers_counted, model, spawn};
 use recycler_core::buffer::BufferPool;
 use recycler_core::{AcquireError, Recycler};
 
@@ -54,13 +54,7 @@ fn audit(pool: &BufferPool, cap: u64, threads: u64) {
     let bound = cap + (threads - 1) * ((cap / 8).max(2 * 32) + 32);
     assert!(s.idle_memory <= bound, "{s}");
     assert_eq!(s.allocated_memory, s.idle_memory, "nothing in use: {s}");
-    let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum();
-    let gone: u64 = s
-        .buckets
-        .iter()
-        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-        .sum();
-    assert_eq!(made, gone, "{s}");
+    assert_buffers_counted(&s);
     pool.trim();
     let s = pool.stats();
     assert_eq!(s.allocated_memory, 0, "every idle buffer reachable: {s}");

@@ -17,7 +17,7 @@ mod loom_support;
 
 use std::sync::{Arc, Mutex};
 
-use loom_support::{model, spawn};
+use loom_support::{assert_buffers_counted, model, spawn};
 use recycler_core::buffer::BufferPool;
 use recycler_core::{Recyclable, Recycler};
 
@@ -73,13 +73,7 @@ fn exit_hooks_race_a_thread_claiming_the_caches_they_give_up() {
         t.join().unwrap();
         b.join().unwrap();
         let s = pool.stats();
-        let made: u64 = s.buckets.iter().map(|b| b.non_pooled).sum();
-        let gone: u64 = s
-            .buckets
-            .iter()
-            .map(|b| b.in_use + b.idle + b.evicts + b.removes)
-            .sum();
-        assert_eq!(made, gone, "{s}");
+        assert_buffers_counted(&s);
         pool.trim();
         assert_eq!(
             pool.stats().allocated_memory,

@@ -524,13 +524,14 @@ impl Buf for FrameBuf {
     }
 }
 
+// Making room before a write (a thaw, or moving the unread bytes to the
+// front) changes nothing the delegation below relies on: `chunk_mut` is the
+// writable buffer's spare capacity after its written part, `advance_mut`
+// covers bytes the caller initialized there.
 #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 // SAFETY: `chunk_mut` and `advance_mut` delegate to the writable buffer's
-// own `BufMut` (sound by its impl in `bytes.rs`); making room before (a
-// thaw, or moving the unread bytes to the front) changes nothing the
-// delegation relies on: `chunk_mut` is that buffer's spare capacity after
-// its written part, `advance_mut` covers bytes the caller initialized
-// there. The frozen bytes, shared with `Bytes`, are never written.
+// own `BufMut` (sound by its impl in `bytes.rs`); the frozen bytes, shared
+// with `Bytes`, are never written.
 unsafe impl BufMut for FrameBuf {
     /// As much as a `Vec<u8>` could hold, as the guards'.
     #[inline]

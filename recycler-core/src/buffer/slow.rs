@@ -161,10 +161,8 @@ impl PoolInner {
         Buf::reset(&mut buf);
         self.count_in_thread_delta(idx);
         let inner = self.buckets[idx].recycler.inner();
-        let (buf, mut home) = inner.handed(buf);
-        if !inner.config.pooling() {
-            home = inner.home(None, true);
-        }
+        // A bucket that keeps nothing homes it at its discard cache.
+        let (buf, home) = inner.handed(buf);
         (buf, home, idx as u32)
     }
 

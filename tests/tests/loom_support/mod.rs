@@ -94,3 +94,16 @@ pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
         executions.load(Relaxed)
     );
 }
+
+/// The buffer pool's books, on the last thread standing: every buffer made
+/// (allocated by an acquire or by `prefill`) is in use, idle, evicted or
+/// removed.
+pub(crate) fn assert_buffers_counted(s: &recycler_core::buffer::BufferPoolStats) {
+    let made: u64 = s.buckets.iter().map(|b| b.non_pooled + b.prefilled).sum();
+    let gone: u64 = s
+        .buckets
+        .iter()
+        .map(|b| b.in_use + b.idle + b.evicts + b.removes)
+        .sum();
+    assert_eq!(made, gone, "every buffer made is counted once: {s}");
+}

@@ -16,7 +16,9 @@ use recycler_core::Recycler;
 use crate::measure::{Bench, Contender};
 use crate::report::{Outcome, Unit};
 use crate::targets::{self, Check};
-use crate::workloads::{BOX_MSG, MsgPeers, closest_peer, faster_or_slower, pinning_note};
+use crate::workloads::{
+    BOX_MSG, MsgPeers, closest_peer, faster_or_slower, pinning_note, recycler_note,
+};
 
 /// A fresh `Box<Message>`, its strings and vectors allocated as it is
 /// filled and freed by the consumer.
@@ -71,13 +73,7 @@ pub(crate) fn w2m(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
-    let s = defaults.stats();
-    o.notes.push(format!(
-        "recycler hit ratio {:.2}% (created {}, dropped {})",
-        s.hit_ratio() * 100.0,
-        s.created,
-        s.dropped
-    ));
+    o.notes.push(recycler_note(&defaults.stats()));
     if !b.is_counting()
         && let Some(note) = pinning_note()
     {
@@ -178,13 +174,7 @@ pub(crate) fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
-    let s = recyclers[0].1.stats();
-    o.notes.push(format!(
-        "recycler hit ratio {:.2}% (created {}, dropped {})",
-        s.hit_ratio() * 100.0,
-        s.created,
-        s.dropped
-    ));
+    o.notes.push(recycler_note(&recyclers[0].1.stats()));
     if let (Some(x), Some(floor_vs_box)) = (
         o.speedup_of("floor_queue", OURS_W2),
         o.speedup_of("floor_queue", "box"),

@@ -178,6 +178,17 @@ pub(crate) fn faster_or_slower(a: &str, b: &str, x: f64) -> String {
 
 /// A note for an outcome of a two-thread workload measured where its
 /// threads could not be pinned (see [`affinity`]); `None` when pinned.
+/// The recycler's own line under a workload: its hit ratio and what it
+/// made and dropped.
+pub(crate) fn recycler_note(s: &recycler_core::RecyclerStats) -> String {
+    format!(
+        "recycler hit ratio {:.2}% (created {}, dropped {})",
+        s.hit_ratio() * 100.0,
+        s.created,
+        s.dropped
+    )
+}
+
 pub(crate) fn pinning_note() -> Option<String> {
     let status = affinity::status();
     (!status.starts_with("pinned")).then_some(status)
@@ -562,13 +573,7 @@ fn w6(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
-    let s = recyclers[0].1.stats();
-    o.notes.push(format!(
-        "recycler hit ratio {:.2}% (created {}, dropped {})",
-        s.hit_ratio() * 100.0,
-        s.created,
-        s.dropped
-    ));
+    o.notes.push(recycler_note(&recyclers[0].1.stats()));
     o.notes.push(targets::ratio(
         "recycler_striped >= 2x sharded_slab",
         Check::AtLeast(2.0),
