@@ -9,6 +9,11 @@
 //!   exited), with an `Acquire` exchange from `NOBODY` to its token;
 //! - the owner's exit hook gives the cache up (a `Release` store of
 //!   `NOBODY`) after moving its contents to the depot.
+//!
+//! Another thread may also take the cache's contents while its owner lives
+//! (for `trim`, or a waiter at a buffer pool's limit): see [`crate::steal`].
+//! The owner reaches its cache without the lock only through an open gate,
+//! inside an operation it marks; every other access takes the lock.
 
 use std::collections::VecDeque;
 
@@ -16,17 +21,23 @@ use crate::handoff::Pending;
 use crate::idle::DeltaCell;
 use crate::inbox::Inbox;
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
-use crate::registry::{NOBODY, TOKEN_STEP, Token};
+use crate::registry::{self, NOBODY, TOKEN_STEP, Token};
 use crate::shared::Inner;
 use crate::slots::Slot;
 use crate::stats::Counters;
+use crate::steal::{self, Gate, PendingSince};
 
 /// In a cache's owner word, next to the owner's token: the recycler counts
 /// idle bytes, so releases into this cache take the slow path, which counts
 /// them. Below [`TOKEN_STEP`], so the word is never a bare token.
 pub(crate) const ACCOUNTED: u64 = 2;
 
-static_assertions::const_assert!(ACCOUNTED < TOKEN_STEP);
+/// In a cache's owner word: the owner path is shut (a claim that has not
+/// opened it yet, or a thread taking the cache's contents; see
+/// [`crate::steal`]), so the owner takes the slow path and the lock.
+pub(crate) const CLOSED: u64 = 4;
+
+static_assertions::const_assert!(ACCOUNTED < TOKEN_STEP && CLOSED < TOKEN_STEP);
 
 /// One thread's cache, in three groups of cache lines, each 128-byte
 /// aligned (so that no two groups, of this cache or another, share a line or
@@ -56,8 +67,14 @@ pub(crate) struct Local<T> {
     pub(crate) counters: Counters,
     /// The owner's unpublished idle bytes, under `max_idle_bytes`.
     pub(crate) delta: DeltaCell,
+    /// When the owner's oldest pending batch was started, for the owners
+    /// of its objects ([`crate::steal`]).
+    pub(crate) pending_since: PendingSince,
     /// Objects released on other threads, on their way here.
     pub(crate) inbox: Lines<Inbox<T>>,
+    /// The lock of every access but the owner path's, and what a thread
+    /// taking the cache needs ([`crate::steal`]).
+    pub(crate) gate: Gate,
 }
 
 /// A value that starts a group of cache lines of its own (see [`Local`]).
@@ -190,7 +207,9 @@ impl<T> Local<T> {
             })),
             counters: Counters::default(),
             delta: DeltaCell::new(),
+            pending_since: PendingSince::new(),
             inbox: Lines(Inbox::new(inbox_capacity, batch_size)),
+            gate: Gate::new(),
             recycler,
         }
     }
@@ -235,30 +254,43 @@ impl<T> Local<T> {
         self.owner_word() == NOBODY
     }
 
-    /// Gives the cache up; a releaser that then sees `NOBODY` (after its
-    /// fence) drains the inbox itself, and the next thread to claim it
-    /// (`Acquire`) sees everything this thread wrote to it (`Release`).
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns the cache and will not touch `cache` again
-    /// unless it claims the cache anew.
-    pub(crate) unsafe fn abandon(&self) {
-        self.owner.store(NOBODY, Ordering::Release);
-    }
-
-    /// Runs `f` on the owner-only state.
+    /// Runs `f` on the owner-only state, as its owner: inside a marked
+    /// operation while the owner path is open, else under the cache's lock
+    /// (see [`crate::steal`]).
     ///
     /// # Safety
     ///
     /// The calling thread owns the cache, and `f` neither runs user code
     /// (`reset`, the factory, an object's `Drop`) nor calls `with_cache` on
     /// this cache again, so the unique borrow is never aliased.
-    #[inline(always)]
+    #[inline]
     pub(crate) unsafe fn with_cache<R>(&self, f: impl FnOnce(&mut Cache<T>) -> R) -> R {
+        let was = steal::enter();
+        if self.owner_word() & !ACCOUNTED == registry::current() {
+            // SAFETY: the calling thread owns the cache, which is open, and
+            // it is inside a marked operation (see `crate::steal`).
+            let r = unsafe { self.with_cache_unchecked(f) };
+            steal::leave(was);
+            return r;
+        }
+        steal::leave(was);
+        let _lock = self.gate.lock();
+        // SAFETY: the calling thread owns the cache and holds its lock.
+        unsafe { self.with_cache_unchecked(f) }
+    }
+
+    /// Runs `f` on the owner-only state, with no check.
+    ///
+    /// # Safety
+    ///
+    /// No other thread touches the cache meanwhile: the calling thread owns
+    /// it and is inside a marked operation that found it open, or holds its
+    /// lock while its owner is outside every such operation (see
+    /// [`crate::steal`]); `f` runs no user code and does not re-enter.
+    #[inline(always)]
+    pub(crate) unsafe fn with_cache_unchecked<R>(&self, f: impl FnOnce(&mut Cache<T>) -> R) -> R {
         self.cache.with_mut(|cache| {
-            // SAFETY: the caller owns the cache, so no other thread touches
-            // it, and `f` does not re-enter, so this is the only borrow.
+            // SAFETY: the caller's guarantee: this is the only borrow.
             f(unsafe { &mut *cache })
         })
     }

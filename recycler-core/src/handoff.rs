@@ -157,7 +157,7 @@ impl<T: Recyclable> Inner<T> {
             let obj = if self.config.reset_on_return {
                 obj
             } else {
-                Resetting::reset(obj, home)
+                Resetting::reset(obj, home, None)
             };
             return self.release_owned(mine, obj);
         }
@@ -169,19 +169,24 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: `local_for_current` returns a cache the calling thread
         // owns; the closure runs no user code (`take_spare` is a channel
         // operation).
-        let (full, first) = unsafe {
+        let (full, first, empty) = unsafe {
             mine.with_cache(|c| {
                 let first = c.pending.is_empty();
                 let full = c
                     .pending
                     .add(home_ptr, obj, batch_size, || inbox.take_spare());
-                (full, first && !c.pending.is_empty())
+                let empty = c.pending.is_empty();
+                (full, first && !empty, empty)
             })
         };
         if first {
             // The next `get` on this thread must take the slow path, which
             // sends them.
             registry::mark_pending(self.hot_key);
+            // Their owners may take them once they are old (`crate::steal`).
+            mine.pending_since.start();
+        } else if empty {
+            mine.pending_since.clear();
         }
         if let Some(full) = full {
             self.send_home(full.home, full.objs, Some(mine));
@@ -197,6 +202,7 @@ impl<T: Recyclable> Inner<T> {
             };
             self.send_home(p.home, p.objs, Some(mine));
         }
+        mine.pending_since.clear();
     }
 
     /// Sends the calling thread's pending foreign releases home, if it owns
@@ -249,6 +255,15 @@ impl<T: Recyclable> Inner<T> {
         while let Some(mut batch) = local.inbox.recv() {
             self.settle(&mut batch, mine);
             self.store(batch, mine);
+        }
+    }
+
+    /// Puts `objs` in the depot a batch at a time, dropping what it has no
+    /// room for.
+    pub(crate) fn store_all(&self, mut objs: Batch<T>) {
+        while !objs.is_empty() {
+            let chunk = objs.split_off(objs.len().saturating_sub(self.config.batch_size));
+            self.store(chunk, None);
         }
     }
 

@@ -52,8 +52,9 @@ impl<T> Home<T> {
 
     /// The home cache, if the calling thread owns it and nothing sends the
     /// release down the slow path: then the release may take the owner's
-    /// inlined path. One compare of the cache's owner word with the calling
-    /// thread's token.
+    /// inlined path. One compare of the cache's owner word with the
+    /// calling thread's token; it fails for a cache another thread is
+    /// taking (`CLOSED`, see [`crate::steal`]).
     ///
     /// # Safety
     ///

@@ -278,6 +278,7 @@ mod shared;
 mod shrink;
 mod slots;
 mod stats;
+mod steal;
 mod striped;
 #[cfg(feature = "track")]
 mod track;

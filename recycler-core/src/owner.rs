@@ -20,13 +20,14 @@
 use std::mem;
 use std::ptr;
 
-use crate::cache::{Cache, Local};
+use crate::cache::{CLOSED, Cache, Local};
 use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
+use crate::steal::{self, GetGate};
 
 impl<T: Recyclable> Inner<T> {
     /// The owner path of `get`: take the calling thread's hot slot, or pop
@@ -39,14 +40,20 @@ impl<T: Recyclable> Inner<T> {
     /// them: its gets take the slow path, which counts bytes.
     #[inline(always)]
     pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = registry::hot(self.id, self.hot_slot)?.cast::<Local<T>>();
-        // SAFETY: a hot-index entry under this recycler's plain id points to
-        // a cache of this recycler that the calling thread owns (the
-        // contract of `registry::set_hot`).
-        let local = unsafe { local.as_ref() };
-        // SAFETY: `local` is a cache the calling thread owns, and the
-        // closure runs no user code.
-        let mut obj = unsafe { local.with_cache(Cache::pop) }?;
+        steal::enter_get();
+        let popped = registry::hot(self.id, self.hot_slot).and_then(|local| {
+            // SAFETY: a hot-index entry under this recycler's plain id points
+            // to a cache of this recycler that the calling thread owns and
+            // has open (the contract of `Local::open`).
+            let local = unsafe { local.cast::<Local<T>>().as_ref() };
+            // SAFETY: the calling thread owns `local`, found it open inside
+            // its marked `get` (see `crate::steal`), and the closure runs no
+            // user code.
+            let obj = unsafe { local.with_cache_unchecked(Cache::pop) }?;
+            Some((obj, local))
+        });
+        steal::leave_get();
+        let (mut obj, local) = popped?;
         if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
             // SAFETY: the calling thread owns `local` (above).
             obj = unsafe { self.decay_after_get(local, obj, || ()) };
@@ -77,16 +84,23 @@ impl<T: Recyclable> Inner<T> {
         let mut obj = obj;
         let mut was_reset = false;
         if pool {
+            let was = steal::enter();
             // SAFETY: alive (the caller's guarantee).
             if let Some(local) = unsafe { home.owned() } {
-                obj = Resetting::reset(obj, home);
+                obj = Resetting::reset(obj, home, was);
                 was_reset = true;
-                // SAFETY: the calling thread owns `local`; the admission
-                // check touches nothing.
-                match unsafe { Self::push_local(local, obj, true, |_| true) } {
+                // SAFETY: the calling thread owns `local` and found it open
+                // inside its marked operation (an operation nested in the
+                // `reset` restores the mark); the admission check touches
+                // nothing.
+                let pushed = unsafe { Self::push_local(local, obj, true, |_| true) };
+                steal::leave(was);
+                match pushed {
                     Ok(()) => return,
                     Err(back) => obj = back,
                 }
+            } else {
+                steal::leave(was);
             }
         }
         // SAFETY: as above: a cache of a live recycler.
@@ -105,8 +119,9 @@ impl<T: Recyclable> Inner<T> {
     ///
     /// The calling thread owns `local`, a cache of a recycler of `T` (whose
     /// `max_capacity_per_thread` is at least 1: a recycler that pools
-    /// nothing homes its objects at its discard cache), and `admit` does not
-    /// touch the cache.
+    /// nothing homes its objects at its discard cache), found it open inside
+    /// a marked operation ([`crate::steal`]), and `admit` does not touch the
+    /// cache.
     #[inline(always)]
     pub(crate) unsafe fn push_local(
         local: &Local<T>,
@@ -114,10 +129,10 @@ impl<T: Recyclable> Inner<T> {
         count: bool,
         admit: impl FnOnce(*const ()) -> bool,
     ) -> Result<(), Box<T>> {
-        // SAFETY: the caller owns `local`; the closure runs no user code
-        // (`admit` is the pool's accounting).
+        // SAFETY: the caller owns `local`, open, inside its operation; the
+        // closure runs no user code (`admit` is the pool's accounting).
         let rest = unsafe {
-            local.with_cache(|c| {
+            local.with_cache_unchecked(|c| {
                 if c.slot.is_none() {
                     if admit(c.aux) {
                         c.slot = Some(obj);
@@ -151,13 +166,14 @@ impl<T: Recyclable> Inner<T> {
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, a cache of a recycler of `T`, and
-    /// has no foreign releases pending in it (the buffer pool removes a
-    /// cache from its index while it has).
+    /// The calling thread owns `local`, a cache of a recycler of `T`, found
+    /// it open inside its marked `get` ([`crate::steal`]), and has no
+    /// foreign releases pending in it (the buffer pool removes a cache from
+    /// its index while it has).
     #[inline(always)]
     pub(crate) unsafe fn pop_local(local: &Local<T>, count: bool) -> Option<(Box<T>, *const ())> {
-        // SAFETY: the caller owns `local`; the closure runs no user code.
-        let (obj, aux) = unsafe { local.with_cache(|c| (c.pop(), c.aux)) };
+        // SAFETY: the caller's guarantee; the closure runs no user code.
+        let (obj, aux) = unsafe { local.with_cache_unchecked(|c| (c.pop(), c.aux)) };
         let obj = obj?;
         if count {
             Counters::add_owned(&local.counters.hits, 1);
@@ -184,7 +200,7 @@ impl<T: Recyclable> Inner<T> {
             .or_else(|| registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot))?;
         // SAFETY: a hot-index entry for this recycler's key (marked or not)
         // points to a cache of this recycler (alive: `&self`) that the
-        // calling thread owns (the contract of `registry::set_hot`).
+        // calling thread owns (the contract of `Local::open`).
         Some(unsafe { local.cast::<Local<T>>().as_ref() })
     }
 
@@ -230,7 +246,9 @@ impl<T: Recyclable> Inner<T> {
             Some(local) if local.is_owned_by(token) => local,
             _ => {
                 let (max, batch) = (self.config.max_capacity_per_thread, self.config.batch_size);
-                let local = self.caches.claim(token | self.owner_flag, || {
+                // Claimed shut: the owner path opens below, once the gate
+                // knows the thread (see `crate::steal`).
+                let local = self.caches.claim(token | self.owner_flag | CLOSED, || {
                     (self.new_local)(max, batch, ptr::from_ref(self))
                 });
                 // SAFETY: `local` is a cache of this recycler, which keeps it
@@ -251,15 +269,32 @@ impl<T: Recyclable> Inner<T> {
                 local
             }
         };
-        // SAFETY: the calling thread owns `local`, a cache of this recycler,
-        // until it exits (whose hook clears the index first).
-        unsafe { registry::set_hot(self.hot_key, ptr::from_ref(local).cast()) };
-        // SAFETY: the calling thread owns `local`; the closure runs no user
-        // code.
-        if unsafe { !local.with_cache(|c| c.pending.is_empty()) } {
-            registry::mark_pending(self.hot_key);
-        }
+        // SAFETY: the calling thread owns `local`, a cache of this recycler.
+        unsafe { self.open_hot(local) };
         Some(local)
+    }
+
+    /// Opens `local` to the owner paths, its fast `get` finding it through
+    /// the calling thread's hot-index entry (under the marked key while
+    /// releases are pending), unless a thread is taking its contents.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`, a cache of this recycler, until it
+    /// exits (whose hook clears the index first).
+    pub(crate) unsafe fn open_hot(&self, local: &Local<T>) {
+        let entry = registry::hot_entry(self.hot_key);
+        if entry.is_null() {
+            return;
+        }
+        let get = GetGate::Hot {
+            entry,
+            key: self.hot_key,
+            local: ptr::from_ref(local).cast(),
+        };
+        // SAFETY: the caller's guarantee; `entry` is the calling thread's
+        // own hot-index entry for this recycler.
+        unsafe { local.open(get) };
     }
 }
 
@@ -270,16 +305,22 @@ pub(crate) struct Resetting<T: Recyclable> {
     /// The object's home, of a live recycler.
     home: Home<T>,
     obj: mem::ManuallyDrop<Box<T>>,
+    /// The mark to restore if `reset` unwinds out of a marked operation
+    /// ([`steal::leave`]), or `None` outside one.
+    was: Option<u64>,
 }
 
 impl<T: Recyclable> Resetting<T> {
     /// Runs `obj.reset()`; returns the object unless `reset` panics.
-    /// `home` is `obj`'s, of a recycler the caller keeps alive.
+    /// `home` is `obj`'s, of a recycler the caller keeps alive; `was`, if
+    /// given, is what [`steal::enter`] returned for the marked operation the
+    /// caller is in, which a panic ends.
     #[inline(always)]
-    pub(crate) fn reset(obj: Box<T>, home: Home<T>) -> Box<T> {
+    pub(crate) fn reset(obj: Box<T>, home: Home<T>, was: impl Into<Option<u64>>) -> Box<T> {
         let mut this = Self {
             home,
             obj: mem::ManuallyDrop::new(obj),
+            was: was.into(),
         };
         this.obj.reset();
         let mut this = mem::ManuallyDrop::new(this);
@@ -292,6 +333,9 @@ impl<T: Recyclable> Drop for Resetting<T> {
     #[cold]
     #[inline(never)]
     fn drop(&mut self) {
+        if let Some(was) = self.was {
+            steal::leave(was);
+        }
         // SAFETY: the recycler outlives the guard being released (the
         // contract of `reset`).
         let local = unsafe { self.home.local() };

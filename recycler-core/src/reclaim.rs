@@ -130,8 +130,9 @@ impl<T: Recyclable> Inner<T> {
         pass_on(first_of(measured, dropped));
     }
 
-    /// Frees the idle objects in the shared depot, in every inbox, and in the
-    /// calling thread's own cache (see `Recycler::trim`).
+    /// Frees the idle objects in the shared depot, in every inbox, in the
+    /// calling thread's own cache, and in the caches of other threads not
+    /// inside an operation (see `Recycler::trim`).
     pub(crate) fn trim(&self) {
         let mut freed: Vec<Batch<T>> = Vec::new();
         let mut n = 0;
@@ -147,6 +148,11 @@ impl<T: Recyclable> Inner<T> {
             Counters::add_owned(&local.counters.dropped, own.len() as u64);
             freed.push(own);
         }
+        // What other threads keep: their caches' idle objects, and their
+        // pending batches, sent to the inboxes drained next.
+        let quiet = self.take_quiet();
+        n += quiet.len();
+        freed.push(quiet);
         for local in self.all_caches() {
             while let Some(batch) = local.inbox.recv() {
                 n += batch.len();

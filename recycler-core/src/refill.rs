@@ -71,14 +71,18 @@ impl<T: Recyclable> Inner<T> {
         // a `Drop` run by the flush adds is sent by the same loop; and a
         // `get` nested in such a `Drop` sets the plain key itself only once
         // its own flush has emptied `pending`.)
-        // SAFETY: the calling thread owns `local`, a cache of this recycler,
-        // until it exits (whose hook clears the index first).
-        unsafe { registry::set_hot(self.hot_key, std::ptr::from_ref(local).cast()) };
+        // SAFETY: the calling thread owns `local`, a cache of this recycler.
+        unsafe { self.open_hot(local) };
         // SAFETY: the calling thread owns `local`; the closure runs no user
         // code.
         let take = || unsafe { local.with_cache(Cache::pop) };
         let mut obj = take();
         if obj.is_none() && self.refill(local) {
+            obj = take();
+        }
+        // A miss everywhere: what other threads released of ours may wait
+        // in a batch they have gone quiet with.
+        if obj.is_none() && self.take_stale_pending(local) && self.refill(local) {
             obj = take();
         }
         let mut obj = obj?;

@@ -41,10 +41,10 @@
 //! hooks) have run; `JoinHandle::join` waits for them.
 
 use std::cell::{Cell, RefCell};
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
-use crate::loom::process::AtomicU64;
-use crate::loom::{Weak, const_thread_local};
+use crate::loom::process::AtomicU64 as ProcessCounter;
+use crate::loom::{AtomicPtr, AtomicU64, Ordering, Weak, const_thread_local};
 
 /// The identity of a thread, as seen by the caches it owns.
 pub(crate) type Token = u64;
@@ -52,9 +52,9 @@ pub(crate) type Token = u64;
 /// The owner of a cache that no live thread owns.
 pub(crate) const NOBODY: Token = 0;
 
-/// Tokens are multiples of this; the bits below it are free for a home's
-/// flags (see the module docs).
-pub(crate) const TOKEN_STEP: u64 = 4;
+/// Tokens are multiples of this; the bits below it are free for a cache's
+/// flags in its owner word (see the module docs).
+pub(crate) const TOKEN_STEP: u64 = 8;
 
 /// The calling thread has not used any recycler yet.
 const UNASSIGNED: Token = u64::MAX;
@@ -65,10 +65,10 @@ pub(crate) const EXITED: Token = u64::MAX - 1;
 /// The next token to hand out; live tokens are multiples of [`TOKEN_STEP`]
 /// from `TOKEN_STEP` up (never `NOBODY`; `UNASSIGNED` and `EXITED` are not
 /// multiples of it).
-static NEXT_TOKEN: AtomicU64 = AtomicU64::new(TOKEN_STEP);
+static NEXT_TOKEN: ProcessCounter = ProcessCounter::new(TOKEN_STEP);
 
 /// The next recycler (or pool) key; 0 marks an empty [`HOT`] entry.
-static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
+static NEXT_KEY: ProcessCounter = ProcessCounter::new(1);
 
 /// Entries in the hot index (a power of two).
 pub(crate) const HOT_SLOTS: usize = 4;
@@ -123,7 +123,7 @@ struct Hook {
 
 /// The hooks of one thread, run when its thread-locals are destroyed.
 struct ExitHooks {
-    /// The thread's token, kept here too: other thread-locals (`TOKEN`
+    /// The thread's token, kept here too: other thread-locals (`MARKS`
     /// itself, under loom) may already be gone when this one is destroyed.
     token: Cell<Token>,
     hooks: RefCell<Vec<Hook>>,
@@ -136,8 +136,8 @@ impl ExitHooks {
         // thread's teardown (or by the hooks themselves) take the foreign path,
         // and `get` finds no cache in the hot index.
         let token = self.token.replace(EXITED);
-        let _ = TOKEN.try_with(|t| t.set(EXITED));
-        let _ = HOT.try_with(|hot| hot.iter().for_each(|e| e.set(EMPTY)));
+        let _ = MARKS.try_with(|m| m.token.store(EXITED, Ordering::Relaxed));
+        let _ = HOT.try_with(|hot| hot.iter().for_each(HotEntry::clear));
         let hooks = self.hooks.take();
         // Phase one: every index of this thread forgets its caches before
         // any cache is given up (see `ExitFlush`). Each recycler is kept
@@ -189,29 +189,113 @@ pub fn run_exit_hooks_now() {
     let _ = HOOKS.try_with(ExitHooks::run);
 }
 
-type HotEntry = (u64, *const ());
+/// One entry of the hot index: a recycler key (0: empty) and the calling
+/// thread's cache of that recycler. Atomics, read and written `Relaxed` by
+/// the thread itself (plain loads and stores), because a thread taking the
+/// cache ([`crate::steal`]) clears the key from another thread.
+pub(crate) struct HotEntry {
+    key: AtomicU64,
+    local: AtomicPtr<()>,
+}
 
-const EMPTY: HotEntry = (0, std::ptr::null());
+impl HotEntry {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            key: AtomicU64::new(0),
+            local: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
 
-/// An empty hot-index entry, to initialize the array with.
-#[allow(
-    clippy::declare_interior_mutable_const,
-    reason = "only copied into the array"
-)]
-const EMPTY_CELL: Cell<HotEntry> = Cell::new(EMPTY);
+    #[cfg(loom)]
+    fn new() -> Self {
+        Self {
+            key: AtomicU64::new(0),
+            local: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    fn clear(&self) {
+        self.key.store(0, Ordering::Relaxed);
+    }
+
+    /// Sets the entry to (`key`, `local`): the pointer first, so that a key
+    /// read by this thread always comes with its own pointer (only this
+    /// thread stores a non-zero key).
+    pub(crate) fn set(&self, key: u64, local: *const ()) {
+        self.local.store(local.cast_mut(), Ordering::Relaxed);
+        self.key.store(key, Ordering::Relaxed);
+    }
+
+    /// Closes the entry, from any thread: the owner's next lookup misses.
+    pub(crate) fn close(&self) {
+        self.clear();
+    }
+}
+
+/// The calling thread's token, and the marks other threads read to tell
+/// whether it is inside an owner operation (see [`crate::steal`]).
+pub(crate) struct Marks {
+    /// The thread's token (or [`UNASSIGNED`], [`EXITED`]).
+    pub(crate) token: AtomicU64,
+    /// Non-zero inside the owner path of a `get`.
+    pub(crate) getting: AtomicU64,
+    /// Non-zero inside a release or a cache access by the owner.
+    pub(crate) releasing: AtomicU64,
+}
+
+impl Marks {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            token: AtomicU64::new(UNASSIGNED),
+            getting: AtomicU64::new(0),
+            releasing: AtomicU64::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Self {
+        Self {
+            token: AtomicU64::new(UNASSIGNED),
+            getting: AtomicU64::new(0),
+            releasing: AtomicU64::new(0),
+        }
+    }
+}
+
+static_assertions::const_assert!(HOT_SLOTS == 4);
 
 const_thread_local! {
-    static HOT: [Cell<HotEntry>; HOT_SLOTS] = [EMPTY_CELL; HOT_SLOTS];
-    static TOKEN: Cell<Token> = Cell::new(UNASSIGNED);
+    static HOT: [HotEntry; HOT_SLOTS] =
+        [HotEntry::new(), HotEntry::new(), HotEntry::new(), HotEntry::new()];
+    pub(crate) static MARKS: Marks = Marks::new();
     static HOOKS: ExitHooks =
         ExitHooks { token: Cell::new(UNASSIGNED), hooks: RefCell::new(Vec::new()) };
+}
+
+/// The calling thread's [`Marks`], for a thread that takes a cache it owns
+/// to check it is not inside an operation; null while thread-locals are
+/// being destroyed. The marks live as long as the thread.
+pub(crate) fn marks() -> *const Marks {
+    MARKS.try_with(ptr::from_ref).unwrap_or(ptr::null())
+}
+
+/// The calling thread's hot-index entry for the recycler `key`, for the
+/// gate of its cache ([`crate::steal`]); null while thread-locals are
+/// being destroyed. It lives as long as the thread.
+pub(crate) fn hot_entry(key: u64) -> *const HotEntry {
+    HOT.try_with(|hot| ptr::from_ref(&hot[hot_slot(key)]))
+        .unwrap_or(ptr::null())
 }
 
 /// The calling thread's token, or a value no cache is owned by (unassigned,
 /// exiting) that sends the caller down the slow path.
 #[inline(always)]
 pub(crate) fn current() -> Token {
-    TOKEN.try_with(Cell::get).unwrap_or(EXITED)
+    MARKS
+        .try_with(|m| m.token.load(Ordering::Relaxed))
+        .unwrap_or(EXITED)
 }
 
 /// Where the hot-index entry of the recycler `key` goes; recyclers keep it
@@ -228,27 +312,15 @@ pub(crate) fn hot(key: u64, slot: usize) -> Option<NonNull<()>> {
     debug_assert_eq!(slot, hot_slot(key));
     HOT.try_with(|hot| {
         // SAFETY: `slot` is `hot_slot(key)`, below `HOT_SLOTS`.
-        let (k, local) = unsafe { hot.get_unchecked(slot) }.get();
+        let entry = unsafe { hot.get_unchecked(slot) };
+        let k = entry.key.load(Ordering::Relaxed);
         // SAFETY: an entry whose key is a recycler's (never 0) holds the
-        // non-null pointer `set_hot` stored with it.
-        (k == key).then(|| unsafe { NonNull::new_unchecked(local.cast_mut()) })
+        // non-null pointer `HotEntry::set` stored with it (before the key; only
+        // this thread stores keys other than 0).
+        (k == key).then(|| unsafe { NonNull::new_unchecked(entry.local.load(Ordering::Relaxed)) })
     })
     .ok()
     .flatten()
-}
-
-/// Records `local` as the calling thread's cache of the recycler `key`.
-///
-/// # Safety
-///
-/// The calling thread owns `local`, a cache of the recycler `key` that lives
-/// as long as that recycler, and keeps owning it until it exits (the exit
-/// hook clears every entry before the thread gives its caches up). With
-/// `key` plain (not marked [`PENDING_KEY`]), `local` has no releases
-/// pending.
-pub(crate) unsafe fn set_hot(key: u64, local: *const ()) {
-    debug_assert!(key != 0 && !local.is_null());
-    let _ = HOT.try_with(|hot| hot[key as usize & (HOT_SLOTS - 1)].set((key, local)));
 }
 
 /// Marks a hot-index key whose cache has foreign releases pending: `get`,
@@ -262,9 +334,8 @@ pub(crate) const PENDING_KEY: u64 = 1 << 62;
 pub(crate) fn mark_pending(key: u64) {
     let _ = HOT.try_with(|hot| {
         let entry = &hot[hot_slot(key)];
-        let (k, local) = entry.get();
-        if k == key {
-            entry.set((key | PENDING_KEY, local));
+        if entry.key.load(Ordering::Relaxed) == key {
+            entry.key.store(key | PENDING_KEY, Ordering::Relaxed);
         }
     });
 }
@@ -295,7 +366,10 @@ pub(crate) fn assign() -> Token {
     if token >= EXITED - TOKEN_STEP {
         return EXITED;
     }
-    if TOKEN.try_with(|t| t.set(token)).is_err() || HOOKS.try_with(|h| h.token.set(token)).is_err()
+    if MARKS
+        .try_with(|m| m.token.store(token, Ordering::Relaxed))
+        .is_err()
+        || HOOKS.try_with(|h| h.token.set(token)).is_err()
     {
         return EXITED;
     }

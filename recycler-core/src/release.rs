@@ -110,9 +110,9 @@ impl<T: Recyclable> Inner<T> {
     /// the panic reaches the code that dropped the guard.
     fn reset_releasing(obj: Box<T>, home: Home<T>) -> Option<Box<T>> {
         if registry::current() != registry::EXITED {
-            return Some(Resetting::reset(obj, home));
+            return Some(Resetting::reset(obj, home, None));
         }
-        match catch_unwind(AssertUnwindSafe(|| Resetting::reset(obj, home))) {
+        match catch_unwind(AssertUnwindSafe(|| Resetting::reset(obj, home, None))) {
             Ok(obj) => Some(obj),
             Err(panic) => {
                 reclaim::forget_panic(panic);
@@ -124,6 +124,10 @@ impl<T: Recyclable> Inner<T> {
     /// Puts a released object, reset, into the cache of the calling thread,
     /// which owns `local`; past `max_capacity_per_thread`, spills first.
     pub(crate) fn release_owned(&self, local: &Local<T>, obj: Box<T>) {
+        // A thread that took the cache's contents shut its owner path; the
+        // owner opens it again on its next slow path.
+        // SAFETY: the caller owns `local`.
+        unsafe { local.reopen() };
         let max = self.config.max_capacity_per_thread;
         // SAFETY: the caller owns `local`; the closure runs no user code.
         let full = unsafe {

@@ -18,9 +18,10 @@ use super::buf::Buf;
 use super::inner::PoolInner;
 use crate::cache::Local;
 use crate::idle::DeltaCell;
-use crate::loom::{AtomicU64, Ordering, const_thread_local};
+use crate::loom::{AtomicPtr, AtomicU64, Ordering, const_thread_local};
 use crate::registry::{self, ExitFlush, NOBODY, Token};
 use crate::slots::Slot;
+use crate::steal::GetGate;
 
 /// One thread's index of its caches in one pool: the cache of each bucket
 /// (null until the thread uses the bucket), and the thread's delta in the
@@ -33,7 +34,10 @@ use crate::slots::Slot;
 pub(crate) struct PoolLocal {
     owner: AtomicU64,
     /// The caches, by bucket; each one owned by the owner of this index.
-    caches: Box<[Cell<*const Local<Buf>>]>,
+    /// Atomics, read and written `Relaxed` by the owner (plain loads and
+    /// stores), because a thread taking a cache's contents clears its cell
+    /// ([`crate::steal`]).
+    caches: Box<[AtomicPtr<()>]>,
     /// The owner's unpublished idle bytes, under `max_idle_memory`.
     pub(crate) delta: DeltaCell,
 }
@@ -56,7 +60,9 @@ impl PoolLocal {
     fn new(buckets: usize) -> Self {
         Self {
             owner: AtomicU64::new(NOBODY),
-            caches: (0..buckets).map(|_| Cell::new(ptr::null())).collect(),
+            caches: (0..buckets)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
             delta: DeltaCell::new(),
         }
     }
@@ -70,7 +76,7 @@ impl PoolLocal {
 /// [`POOL_HOT`] (one load less on the owner path than through the index).
 #[derive(Clone, Copy)]
 pub(crate) struct Bound {
-    caches: *const Cell<*const Local<Buf>>,
+    caches: *const AtomicPtr<()>,
 }
 
 impl Bound {
@@ -84,7 +90,9 @@ impl Bound {
         // SAFETY: `caches` points to the index's `caches`, one cell per
         // bucket (the caller's `idx` is in range), which live as long as the
         // index and never move (the box is never replaced).
-        unsafe { (*self.caches.add(idx)).get() }
+        unsafe { (*self.caches.add(idx)).load(Ordering::Relaxed) }
+            .cast_const()
+            .cast()
     }
 
     /// Forgets the owner's cache of bucket `idx` until the slow acquire
@@ -95,12 +103,12 @@ impl Bound {
     /// As for [`cache`](Self::cache).
     pub(crate) unsafe fn unset(self, idx: usize) {
         // SAFETY: as in `cache`.
-        unsafe { (*self.caches.add(idx)).set(ptr::null()) }
+        unsafe { (*self.caches.add(idx)).store(ptr::null_mut(), Ordering::Relaxed) }
     }
 }
 
 /// (pool id, the `caches` of the thread's `PoolLocal` in that pool).
-type HotEntry = (u64, *const Cell<*const Local<Buf>>);
+type HotEntry = (u64, *const AtomicPtr<()>);
 
 /// Entries of [`POOL_HOT`] (a power of two).
 const POOL_HOT_SLOTS: usize = 4;
@@ -148,7 +156,9 @@ impl PoolInner {
                     .claim(token, || PoolLocal::new(self.buckets.len()));
                 // A reused index: forget the caches of its last owner, who
                 // gave them up.
-                pl.caches.iter().for_each(|c| c.set(ptr::null()));
+                pl.caches
+                    .iter()
+                    .for_each(|c| c.store(ptr::null_mut(), Ordering::Relaxed));
                 // SAFETY: `pl` lives in this pool's `locals`, at a fixed
                 // address, as long as the pool, and the calling thread owns
                 // it.
@@ -180,7 +190,13 @@ impl PoolInner {
             // SAFETY: the caller owns `local`; the closure runs no user code.
             unsafe { local.with_cache(|c| c.pending.is_empty()) }
         );
-        pl.caches[idx].set(ptr::from_ref(local));
+        let get = GetGate::Cell {
+            cell: &pl.caches[idx],
+            local: ptr::from_ref(local).cast(),
+        };
+        // SAFETY: the calling thread owns `local`; the cell is its own
+        // index's, in this pool, which owns `local`.
+        unsafe { local.open(get) };
     }
 }
 
@@ -195,7 +211,9 @@ impl PoolInner {
             }
         });
         if pl.is_owned_by(token) {
-            pl.caches.iter().for_each(|c| c.set(ptr::null()));
+            pl.caches
+                .iter()
+                .for_each(|c| c.store(ptr::null_mut(), Ordering::Relaxed));
         }
     }
 }
@@ -224,7 +242,9 @@ impl ExitFlush for PoolInner {
             if let Some(acct) = &self.idle {
                 acct.flush(&pl.delta);
             }
-            pl.caches.iter().for_each(|c| c.set(ptr::null()));
+            pl.caches
+                .iter()
+                .for_each(|c| c.store(ptr::null_mut(), Ordering::Relaxed));
             pl.owner.store(NOBODY, Ordering::Release);
         }
     }

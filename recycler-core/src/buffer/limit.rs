@@ -242,7 +242,16 @@ impl PoolInner {
         let short = allocated.saturating_add(want).saturating_sub(limit);
         if short > 0 {
             let start = idle::random_below(self.buckets.len(), allocated);
-            self.evict_walk(short, None, start, usize::MAX);
+            let freed = self.evict_walk(short, None, start, usize::MAX);
+            if freed < short {
+                // The rest may idle in other threads' caches, parked or
+                // busy elsewhere: take it into the depots, and walk again.
+                for bucket in self.buckets.iter() {
+                    let inner = bucket.recycler.inner();
+                    inner.store_all(inner.take_quiet());
+                }
+                self.evict_walk(short - freed, None, start, usize::MAX);
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::cache::Local;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::shared::Inner;
+use crate::steal;
 
 impl PoolInner {
     /// The owner path of acquire: take from the calling thread's cache of
@@ -21,17 +22,23 @@ impl PoolInner {
         if idx >= self.buckets.len() {
             return None;
         }
-        let bound = self.pool_local()?;
-        // SAFETY: `idx` is a bucket (checked above).
-        let local = unsafe { bound.cache(idx) };
-        // SAFETY: a non-null cell is a cache of this bucket that the owner
-        // of the index (the calling thread, checked by `pool_local`) claimed
-        // and owns, with no releases pending (see the index's docs); caches
-        // live as long as their recycler.
-        let local = unsafe { local.as_ref() }?;
-        // SAFETY: the calling thread owns `local`, which has nothing pending
-        // (above).
-        let (mut buf, aux) = unsafe { Inner::pop_local(local, self.config.statistics) }?;
+        steal::enter_get();
+        let popped = self.pool_local().and_then(|bound| {
+            // SAFETY: `idx` is a bucket (checked above).
+            let local = unsafe { bound.cache(idx) };
+            // SAFETY: a non-null cell is a cache of this bucket that the
+            // owner of the index (the calling thread, checked by
+            // `pool_local`) claimed, owns and has open, with no releases
+            // pending (see the index's docs); caches live as long as their
+            // recycler.
+            let local = unsafe { local.as_ref() }?;
+            // SAFETY: the calling thread owns `local`, found it open inside
+            // its marked `get`, and it has nothing pending (above).
+            let (buf, aux) = unsafe { Inner::pop_local(local, self.config.statistics) }?;
+            Some((buf, aux, local))
+        });
+        steal::leave_get();
+        let (mut buf, aux, local) = popped?;
         Buf::reset(&mut buf);
         if let Some(acct) = &self.idle {
             // SAFETY: under a cap, `index` set every indexed cache's `aux` to
@@ -52,14 +59,19 @@ impl PoolInner {
         let mut buf = buf;
         let idx = origin as usize;
         if idx < self.buckets.len() && !self.under_pressure() {
+            let was = steal::enter();
             // SAFETY: the guard that held the buffer borrowed (or held an
             // `Arc` of) the pool, which owns the cache.
             if let Some(local) = unsafe { home.owned() } {
                 match self.push_fast(idx, local, buf) {
-                    Ok(()) => return,
+                    Ok(()) => {
+                        steal::leave(was);
+                        return;
+                    }
                     Err(back) => buf = back,
                 }
             }
+            steal::leave(was);
         }
         self.release_slow(buf, home, origin);
     }
@@ -82,7 +94,8 @@ impl PoolInner {
     }
 
     /// Pushes `buf`, of bucket `idx`, onto `local`, owned by the calling
-    /// thread. Touches neither the bucket nor the buffer.
+    /// thread, which found it open inside its marked operation
+    /// ([`crate::steal`]). Touches neither the bucket nor the buffer.
     #[inline(always)]
     fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
         let count = self.config.statistics;
