@@ -116,12 +116,14 @@ unsafe fn busy(marks: *const Marks) -> bool {
 }
 
 /// How long a taker waits for an owner to leave its operation: spins, then
-/// yields. Owner operations last tens of nanoseconds; one that has not ended
-/// after this is in user code (a `reset`) or descheduled.
+/// yields up to a millisecond. Owner operations last tens of nanoseconds
+/// (the buffer pool's run no user code); one that has not ended after this
+/// is in user code (a `reset` that blocks) or its thread was descheduled
+/// inside it for that long.
 #[cfg(not(loom))]
-const WAIT: (usize, usize) = (128, 64);
-#[cfg(loom)]
-const WAIT: (usize, usize) = (0, 2);
+const WAIT_SPINS: usize = 128;
+#[cfg(not(loom))]
+const WAIT_YIELDING: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// Waits boundedly for the thread with `marks` to be outside an operation.
 ///
@@ -129,19 +131,36 @@ const WAIT: (usize, usize) = (0, 2);
 ///
 /// As for [`busy`].
 unsafe fn wait_quiet(marks: *const Marks) -> bool {
-    for round in 0..WAIT.0 + WAIT.1 {
-        // SAFETY: the caller's guarantee.
+    #[cfg(not(loom))]
+    {
+        for _ in 0..WAIT_SPINS {
+            // SAFETY: the caller's guarantee.
+            if !unsafe { busy(marks) } {
+                return true;
+            }
+            spin_loop();
+        }
+        let start = std::time::Instant::now();
+        while start.elapsed() < WAIT_YIELDING {
+            yield_now();
+            // SAFETY: as above.
+            if !unsafe { busy(marks) } {
+                return true;
+            }
+        }
+        false
+    }
+    #[cfg(loom)]
+    {
+        // Loom explores the interleavings: one look, one yield, one look.
+        // SAFETY: as above.
         if !unsafe { busy(marks) } {
             return true;
         }
-        if round < WAIT.0 {
-            spin_loop();
-        } else {
-            yield_now();
-        }
+        yield_now();
+        // SAFETY: as above.
+        !unsafe { busy(marks) }
     }
-    // SAFETY: as above.
-    !unsafe { busy(marks) }
 }
 
 /// How the owner's fast `get` finds a cache: what a taker clears to shut

@@ -179,8 +179,8 @@ impl fmt::Debug for Ledger {
 }
 
 impl PoolInner {
-    /// Reserves `bytes` on the ledger; at the limit, frees idle buffers it
-    /// can reach and retries, a few times.
+    /// Reserves `bytes` on the ledger; at the limit, frees idle buffers
+    /// ([`free_idle`](Self::free_idle)) and retries, a few times.
     pub(crate) fn reserve(&self, bytes: usize) -> Result<(), AcquireError> {
         const RECLAIMS: u32 = 3;
         let want = bytes as u64;
@@ -210,17 +210,16 @@ impl PoolInner {
             }
             reclaims += 1;
             let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
-            let start = idle::random_below(self.buckets.len(), allocated);
-            if self.evict_walk(short, None, start, usize::MAX) == 0 {
+            if self.free_idle(short, allocated) == 0 {
                 return Err(fail);
             }
         }
     }
 
     /// A release while anyone waits, after freeing its own buffer: if the
-    /// waiters want more than is free, frees for them the idle buffers this
-    /// thread can reach: its own caches (memory only it can free), the
-    /// depots, the inboxes.
+    /// waiters want more than is free, frees idle buffers for them
+    /// ([`free_idle`](Self::free_idle): wherever they idle, other threads'
+    /// caches included).
     #[cold]
     #[inline(never)]
     pub(crate) fn reclaim_for_waiters(&self) {
@@ -241,18 +240,28 @@ impl PoolInner {
         let allocated = self.ledger.allocated();
         let short = allocated.saturating_add(want).saturating_sub(limit);
         if short > 0 {
-            let start = idle::random_below(self.buckets.len(), allocated);
-            let freed = self.evict_walk(short, None, start, usize::MAX);
-            if freed < short {
-                // The rest may idle in other threads' caches, parked or
-                // busy elsewhere: take it into the depots, and walk again.
-                for bucket in self.buckets.iter() {
-                    let inner = bucket.recycler.inner();
-                    inner.store_all(inner.take_quiet());
-                }
-                self.evict_walk(short - freed, None, start, usize::MAX);
-            }
+            self.free_idle(short, allocated);
         }
+    }
+
+    /// Frees idle buffers worth `short` bytes if it can, wherever they idle:
+    /// first what the calling thread reaches directly (its own caches, the
+    /// depots, the inboxes); then, if that is not enough, what other
+    /// threads' caches keep, taken into the depots ([`crate::steal`]: a
+    /// thread parked, or busy with other work, need not run again) and
+    /// freed from there. Returns the bytes freed. `salt` spreads the walks'
+    /// starts.
+    fn free_idle(&self, short: u64, salt: u64) -> u64 {
+        let start = idle::random_below(self.buckets.len(), salt);
+        let freed = self.evict_walk(short, None, start, usize::MAX);
+        if freed >= short {
+            return freed;
+        }
+        for bucket in self.buckets.iter() {
+            let inner = bucket.recycler.inner();
+            inner.store_all(inner.take_quiet());
+        }
+        freed + self.evict_walk(short - freed, None, start, usize::MAX)
     }
 }
 
