@@ -14,6 +14,19 @@ use crossbeam_channel::{Receiver, Sender};
 use recycler_core::Pooled;
 
 fn run(threads: usize, ops_per_thread: usize, max_capacity: usize, batch: usize) {
+    run_with(threads, ops_per_thread, max_capacity, batch, false);
+}
+
+/// `run`, and with `steals`, one more thread trimming all along: it takes
+/// the idle objects and pending batches out of the workers' caches while
+/// they use them (`recycler-core/src/steal.rs`).
+fn run_with(
+    threads: usize,
+    ops_per_thread: usize,
+    max_capacity: usize,
+    batch: usize,
+    steals: bool,
+) {
     let counts = Counts::new();
     let pool = builder(&counts)
         .max_capacity_per_thread(max_capacity)
@@ -25,7 +38,19 @@ fn run(threads: usize, ops_per_thread: usize, max_capacity: usize, batch: usize)
         .map(|_| crossbeam_channel::bounded(64))
         .collect();
     let senders: Vec<_> = channels.iter().map(|(tx, _)| tx.clone()).collect();
+    let working = AtomicBool::new(true);
+    let trims = std::sync::atomic::AtomicU64::new(0);
     thread::scope(|s| {
+        if steals {
+            let (pool, working, trims) = (&pool, &working, &trims);
+            s.spawn(move || {
+                while working.load(Relaxed) {
+                    pool.trim();
+                    trims.fetch_add(1, Relaxed);
+                    thread::yield_now();
+                }
+            });
+        }
         let mut handles = Vec::new();
         for (me, (_, rx)) in channels.iter().enumerate() {
             let (pool, senders, rx) = (&pool, &senders, rx.clone());
@@ -74,7 +99,9 @@ fn run(threads: usize, ops_per_thread: usize, max_capacity: usize, batch: usize)
         }
         // `join` also waits for the threads' exit hooks.
         handles.into_iter().for_each(|h| h.join().unwrap());
+        working.store(false, Relaxed);
     });
+    assert!(!steals || trims.load(Relaxed) > 0);
     // Guards still in the channels are released here, on this thread.
     drop(senders);
     drop(channels);
@@ -106,6 +133,11 @@ fn conservation_batch_of_one() {
 }
 
 /// Many threads come and go while others keep working and passing guards.
+#[test]
+fn conservation_with_steals_happening() {
+    run_with(4, 20_000, 16, 4, true);
+}
+
 #[test]
 fn conservation_with_threads_exiting() {
     let counts = Counts::new();
