@@ -449,8 +449,9 @@ unsafe fn take_locked<T>(local: &Local<T>, take: Take, taken: &mut Taken<T>) {
     local.pending_since.clear();
 }
 
-/// Takes from each of `caches` owned by a live thread other than `me`
-/// what `take` says (see the module docs).
+/// Takes from each of `caches` owned by a live thread what `take` says
+/// (see the module docs); from `me`'s own caches directly, under their
+/// locks.
 pub(crate) fn take_from<'a, T: 'a>(
     caches: impl Iterator<Item = &'a Local<T>>,
     me: Token,
@@ -467,12 +468,14 @@ pub(crate) fn take_from<'a, T: 'a>(
         let owner = Slot::owner(local);
         let word = owner.load(Ordering::Relaxed);
         let token = word & !(TOKEN_STEP - 1);
-        if token == NOBODY || token == me {
+        if token == NOBODY {
             continue;
         }
-        if state.marks.is_null() || state.sealed {
-            // Never opened since it was claimed, or shut and its owner seen
-            // quiet since: its owner takes this lock for every access.
+        if token == me || state.marks.is_null() || state.sealed {
+            // The calling thread's own cache (it is not inside an operation
+            // on it: no owner path calls a taker), one never opened since it
+            // was claimed, or one shut and its owner seen quiet since: its
+            // owner takes this lock for every other access.
             // SAFETY: as below, the lock held.
             unsafe { take_locked(local, take, &mut taken) };
             continue;
