@@ -359,11 +359,14 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         self.inner.stats()
     }
 
-    /// Frees the idle objects in the shared depot, in every thread's inbox,
-    /// and in the calling thread's own cache. Other threads' caches are left
-    /// alone: only their owners may touch them (they are unsynchronized, which
-    /// is what makes the owner path cheap), so an idle thread's cache keeps
-    /// its objects until that thread gets or releases again or exits.
+    /// Frees every idle object: in the shared depot, in every thread's
+    /// inbox, in the calling thread's own cache, and in other threads'
+    /// caches, with the batches they gathered for other threads, whether or
+    /// not those threads run again (a parked worker's cache is freed too).
+    /// A thread that is inside a `get` or a release at that moment keeps its
+    /// cache for up to a millisecond; if it is still inside then (a `reset`
+    /// that blocks), its cache is left as it is. The owner path stays free
+    /// of locks: see "Taking a live thread's cache" in the design notes.
     ///
     /// # Panics
     ///

@@ -456,10 +456,9 @@ const LIMIT: usize = 256 * KIB;
 /// granted). All of them finish, the limit is never crossed, and once the
 /// runtime is gone the books balance and every byte is reachable.
 ///
-/// The per-thread caches are kept to one buffer per bucket: memory idle in
-/// a worker's cache is not free, and only that worker can free it (see
-/// "Waiting for memory" in `docs/buffers.md`), so the limit leaves room for
-/// every thread's caches to hold theirs.
+/// The per-thread caches are kept to one buffer per bucket, as they were
+/// when memory idle in a worker's cache was out of the waiters' reach; it
+/// no longer is (`quiet.rs` has the case without that setting).
 #[test]
 fn many_tasks_on_a_multi_thread_runtime_all_finish_and_the_books_balance() {
     let pool = Arc::new(

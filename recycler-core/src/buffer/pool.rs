@@ -365,9 +365,11 @@ impl BufferPool {
         self.inner.stats()
     }
 
-    /// Frees the idle buffers the calling thread can reach: every bucket's
-    /// depot and inboxes, and this thread's own caches. Other threads'
-    /// caches are left to their owners.
+    /// Frees every idle buffer: every bucket's depot and inboxes, this
+    /// thread's caches, and other threads' caches, whether or not those
+    /// threads run again (a parked worker's buffers are freed too). A thread
+    /// inside an acquire or a release at that moment keeps its cache for up
+    /// to a millisecond, and if it is still inside then, keeps it.
     ///
     /// # Examples
     ///

@@ -87,16 +87,16 @@
 //!
 //! A release handing its buffer over, and frees: a buffer dropped (released
 //! while anyone waits, above `max_capacity`, grown past it, evicted,
-//! trimmed, over the idle cap), and a granted waiter that leaves. Memory
-//! idle in a thread's cache is not free, and only that thread can free it.
+//! trimmed, over the idle cap), and a granted waiter that leaves.
 //! While anyone waits, releases hand over or free their buffer rather than
 //! keep it ([`PoolInner::under_pressure`], one relaxed load of the bit), so
-//! that memory in use reaches the waiters, and
-//! if the waiters want more than is free, also the idle buffers their
-//! thread can reach ([`PoolInner::reclaim_for_waiters`]). A release that
-//! runs just as the first waiter joins may not see the bit yet and keep its
-//! buffer in its thread's cache, where that thread's next acquire uses it,
-//! or its next release while anyone waits frees it.
+//! that memory in use reaches the waiters, and if the waiters want more
+//! than is free, idle buffers are freed for them wherever they idle, other
+//! threads' caches included ([`PoolInner::reclaim_for_waiters`],
+//! [`crate::steal`]). A release that runs just as the first waiter joins
+//! may not see the bit yet and keep its buffer in its thread's cache; the
+//! waiter's reclaim waits for that release to end (up to a millisecond)
+//! and takes it.
 //!
 //! Waking runs the waiter's waker on the thread that freed or released,
 //! outside the queue's lock. A waker that panics is caught there and its

@@ -105,10 +105,11 @@ impl BufferPool {
     /// Without a limit, it never waits. Polled again after it completed, it
     /// acquires another buffer.
     ///
-    /// Memory idle in another thread's cache is not free: only that thread
-    /// can free it. The section "Waiting for memory" of
-    /// [the buffer guide](crate::guide::buffers) has the details, and when
-    /// to add a timeout (such as `tokio::time::timeout`).
+    /// Memory idle anywhere in the pool is freed for the waiters, in other
+    /// threads' caches too, whether or not those threads run again. The
+    /// section "Waiting for memory" of [the buffer guide](crate::guide::buffers)
+    /// has the details, and the one case a timeout (such as
+    /// `tokio::time::timeout`) covers.
     ///
     /// # Errors
     ///
