@@ -81,31 +81,45 @@ impl<T: Recyclable> Inner<T> {
     /// (the guard being released keeps it).
     #[inline(always)]
     pub(crate) unsafe fn release(obj: Box<T>, home: Home<T>, pool: bool) {
-        let mut obj = obj;
-        let mut was_reset = false;
         if pool {
             let was = steal::enter();
             // SAFETY: alive (the caller's guarantee).
             if let Some(local) = unsafe { home.owned() } {
-                obj = Resetting::reset(obj, home, was);
-                was_reset = true;
+                let obj = Resetting::reset(obj, home, was);
                 // SAFETY: the calling thread owns `local` and found it open
                 // inside its marked operation (an operation nested in the
                 // `reset` restores the mark); the admission check touches
                 // nothing.
                 let pushed = unsafe { Self::push_local(local, obj, true, |_| true) };
                 steal::leave(was);
-                match pushed {
-                    Ok(()) => return,
-                    Err(back) => obj = back,
-                }
-            } else {
-                steal::leave(was);
+                // Its own call to the slow path, not the one below with a
+                // flag: a flag merged from both ways there was computed on
+                // the owner path (measured: +1 instruction per release).
+                return match pushed {
+                    Ok(()) => (),
+                    // SAFETY: the caller's guarantee.
+                    Err(back) => unsafe { Self::release_reset(back, home) },
+                };
             }
+            steal::leave(was);
         }
         // SAFETY: as above: a cache of a live recycler.
         let inner = unsafe { home.local().recycler() };
-        inner.release_slow(obj, home, was_reset);
+        inner.release_slow(obj, home, false);
+    }
+
+    /// The slow release of an object the owner path has reset (its cache
+    /// had no room).
+    ///
+    /// # Safety
+    ///
+    /// As for [`release`](Self::release).
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_reset(obj: Box<T>, home: Home<T>) {
+        // SAFETY: a cache of a live recycler (the caller's guarantee).
+        let inner = unsafe { home.local().recycler() };
+        inner.release_slow(obj, home, true);
     }
 
     /// Puts `obj`, already reset, in `local`'s slot if it is empty, or on the

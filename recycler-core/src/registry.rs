@@ -123,7 +123,7 @@ struct Hook {
 
 /// The hooks of one thread, run when its thread-locals are destroyed.
 struct ExitHooks {
-    /// The thread's token, kept here too: other thread-locals (`MARKS`
+    /// The thread's token, kept here too: other thread-locals (`THREAD`
     /// itself, under loom) may already be gone when this one is destroyed.
     token: Cell<Token>,
     hooks: RefCell<Vec<Hook>>,
@@ -136,7 +136,7 @@ impl ExitHooks {
         // thread's teardown (or by the hooks themselves) take the foreign path,
         // and `get` finds no cache in the hot index.
         let token = self.token.replace(EXITED);
-        let _ = MARKS.try_with(|m| m.token.store(EXITED, Ordering::Relaxed));
+        let _ = THREAD.try_with(|t| t.token.set(EXITED));
         let _ = HOT.try_with(|hot| hot.iter().for_each(HotEntry::clear));
         let hooks = self.hooks.take();
         // Phase one: every index of this thread forgets its caches before
@@ -233,11 +233,9 @@ impl HotEntry {
     }
 }
 
-/// The calling thread's token, and the marks other threads read to tell
-/// whether it is inside an owner operation (see [`crate::steal`]).
+/// The marks other threads read to tell whether the calling thread is
+/// inside an owner operation (see [`crate::steal`]).
 pub(crate) struct Marks {
-    /// The thread's token (or [`UNASSIGNED`], [`EXITED`]).
-    pub(crate) token: AtomicU64,
     /// Non-zero inside the owner path of a `get`.
     pub(crate) getting: AtomicU64,
     /// Non-zero inside a release or a cache access by the owner.
@@ -248,7 +246,6 @@ impl Marks {
     #[cfg(not(loom))]
     const fn new() -> Self {
         Self {
-            token: AtomicU64::new(UNASSIGNED),
             getting: AtomicU64::new(0),
             releasing: AtomicU64::new(0),
         }
@@ -257,11 +254,44 @@ impl Marks {
     #[cfg(loom)]
     fn new() -> Self {
         Self {
-            token: AtomicU64::new(UNASSIGNED),
             getting: AtomicU64::new(0),
             releasing: AtomicU64::new(0),
         }
     }
+}
+
+/// The calling thread's token and marks, in one thread-local so that the
+/// owner path reaches both from one address.
+struct Thread {
+    /// Read by this thread only: a plain `Cell`, so that the owner path's
+    /// compare takes it as a memory operand (an atomic load it does not).
+    token: Cell<Token>,
+    marks: Marks,
+}
+
+impl Thread {
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        Self {
+            token: Cell::new(UNASSIGNED),
+            marks: Marks::new(),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new() -> Self {
+        Self {
+            token: Cell::new(UNASSIGNED),
+            marks: Marks::new(),
+        }
+    }
+}
+
+/// Runs `f` with the calling thread's marks; `None` while thread-locals
+/// are being destroyed.
+#[inline(always)]
+pub(crate) fn with_marks<R>(f: impl FnOnce(&Marks) -> R) -> Option<R> {
+    THREAD.try_with(|t| f(&t.marks)).ok()
 }
 
 static_assertions::const_assert!(HOT_SLOTS == 4);
@@ -269,7 +299,7 @@ static_assertions::const_assert!(HOT_SLOTS == 4);
 const_thread_local! {
     static HOT: [HotEntry; HOT_SLOTS] =
         [HotEntry::new(), HotEntry::new(), HotEntry::new(), HotEntry::new()];
-    pub(crate) static MARKS: Marks = Marks::new();
+    static THREAD: Thread = Thread::new();
     static HOOKS: ExitHooks =
         ExitHooks { token: Cell::new(UNASSIGNED), hooks: RefCell::new(Vec::new()) };
 }
@@ -278,7 +308,9 @@ const_thread_local! {
 /// to check it is not inside an operation; null while thread-locals are
 /// being destroyed. The marks live as long as the thread.
 pub(crate) fn marks() -> *const Marks {
-    MARKS.try_with(ptr::from_ref).unwrap_or(ptr::null())
+    THREAD
+        .try_with(|t| ptr::from_ref(&t.marks))
+        .unwrap_or(ptr::null())
 }
 
 /// The calling thread's hot-index entry for the recycler `key`, for the
@@ -293,9 +325,7 @@ pub(crate) fn hot_entry(key: u64) -> *const HotEntry {
 /// exiting) that sends the caller down the slow path.
 #[inline(always)]
 pub(crate) fn current() -> Token {
-    MARKS
-        .try_with(|m| m.token.load(Ordering::Relaxed))
-        .unwrap_or(EXITED)
+    THREAD.try_with(|t| t.token.get()).unwrap_or(EXITED)
 }
 
 /// Where the hot-index entry of the recycler `key` goes; recyclers keep it
@@ -366,9 +396,7 @@ pub(crate) fn assign() -> Token {
     if token >= EXITED - TOKEN_STEP {
         return EXITED;
     }
-    if MARKS
-        .try_with(|m| m.token.store(token, Ordering::Relaxed))
-        .is_err()
+    if THREAD.try_with(|t| t.token.set(token)).is_err()
         || HOOKS.try_with(|h| h.token.set(token)).is_err()
     {
         return EXITED;

@@ -71,13 +71,12 @@ use crate::slots::Slot;
 /// clears its outer one's mark.
 #[inline(always)]
 pub(crate) fn enter() -> u64 {
-    let was = registry::MARKS
-        .try_with(|m| {
-            let was = m.releasing.load(Ordering::Relaxed);
-            m.releasing.store(1, Ordering::Relaxed);
-            was
-        })
-        .unwrap_or(1);
+    let was = registry::with_marks(|m| {
+        let was = m.releasing.load(Ordering::Relaxed);
+        m.releasing.store(1, Ordering::Relaxed);
+        was
+    })
+    .unwrap_or(1);
     fence::light();
     was
 }
@@ -86,7 +85,7 @@ pub(crate) fn enter() -> u64 {
 /// (`Release`: a taker that sees it clear sees the operation's writes).
 #[inline(always)]
 pub(crate) fn leave(was: u64) {
-    let _ = registry::MARKS.try_with(|m| m.releasing.store(was, Ordering::Release));
+    let _ = registry::with_marks(|m| m.releasing.store(was, Ordering::Release));
 }
 
 /// Enters the owner path of a `get` (see the module docs). A `get` runs no
@@ -94,14 +93,14 @@ pub(crate) fn leave(was: u64) {
 /// operation.
 #[inline(always)]
 pub(crate) fn enter_get() {
-    let _ = registry::MARKS.try_with(|m| m.getting.store(1, Ordering::Relaxed));
+    let _ = registry::with_marks(|m| m.getting.store(1, Ordering::Relaxed));
     fence::light();
 }
 
 /// Leaves the owner path of a `get` (`Release`, as [`leave`]).
 #[inline(always)]
 pub(crate) fn leave_get() {
-    let _ = registry::MARKS.try_with(|m| m.getting.store(0, Ordering::Release));
+    let _ = registry::with_marks(|m| m.getting.store(0, Ordering::Release));
 }
 
 /// Whether the thread with `marks` is inside an owner operation.
