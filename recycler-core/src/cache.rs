@@ -25,17 +25,14 @@ use crate::registry::{self, NOBODY, TOKEN_STEP, Token};
 use crate::shared::Inner;
 use crate::slots::Slot;
 use crate::stats::Counters;
-use crate::steal::{self, Gate, PendingSince};
+use crate::steal::gate::{self as steal, Gate, GetGate, PendingSince};
 
 /// In a cache's owner word, next to the owner's token: the recycler counts
 /// idle bytes, so releases into this cache take the slow path, which counts
 /// them. Below [`TOKEN_STEP`], so the word is never a bare token.
 pub(crate) const ACCOUNTED: u64 = 2;
 
-/// In a cache's owner word: the owner path is shut (a claim that has not
-/// opened it yet, or a thread taking the cache's contents; see
-/// [`crate::steal`]), so the owner takes the slow path and the lock.
-pub(crate) const CLOSED: u64 = 4;
+pub(crate) use crate::steal::gate::CLOSED;
 
 static_assertions::const_assert!(ACCOUNTED < TOKEN_STEP && CLOSED < TOKEN_STEP);
 
@@ -252,6 +249,53 @@ impl<T> Local<T> {
     /// inbox will be drained. Preceded by a `SeqCst` fence in the caller.
     pub(crate) fn is_abandoned(&self) -> bool {
         self.owner_word() == NOBODY
+    }
+
+    /// Opens the owner path of this cache, found by the owner's fast `get`
+    /// through `get`, unless a thread is taking its contents (see
+    /// [`Gate::open`]). Returns whether it opened.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns this cache; `get` points into its own hot
+    /// index or into an index cell of a pool that owns this cache.
+    pub(crate) unsafe fn open(&self, get: GetGate) -> bool {
+        // SAFETY: the caller's guarantee; the closure runs under the lock,
+        // on the calling thread's own cache, and runs no user code.
+        unsafe {
+            self.gate.open(&self.owner, get, || {
+                self.with_cache_unchecked(|c| !c.pending.is_empty())
+            })
+        }
+    }
+
+    /// Reopens the owner path after a taker shut it, with the ways in the
+    /// last [`open`](Self::open) recorded: for the slow paths of an owner
+    /// whose fast paths found the cache shut.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns this cache.
+    pub(crate) unsafe fn reopen(&self) {
+        if self.owner_word() & CLOSED == 0 {
+            return;
+        }
+        // SAFETY: the recorded ways in are the calling thread's (it owns the
+        // cache, and only its owner records them).
+        unsafe { self.open(GetGate::None) };
+    }
+
+    /// Gives the cache up; a releaser that then sees `NOBODY` (after its
+    /// fence) drains the inbox itself, and the next thread to claim it
+    /// (`Acquire`) sees everything this thread wrote to it (`Release`).
+    /// Waits, if need be, for the threads taking its contents to be done.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns the cache and will not touch its owner-only
+    /// state again unless it claims the cache anew.
+    pub(crate) unsafe fn abandon(&self) {
+        self.gate.abandon(&self.owner);
     }
 
     /// Runs `f` on the owner-only state, as its owner: inside a marked

@@ -27,7 +27,7 @@ use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
-use crate::steal::{self, GetGate};
+use crate::steal::gate::{self as steal, GetGate};
 
 impl<T: Recyclable> Inner<T> {
     /// The owner path of `get`: take the calling thread's hot slot, or pop

@@ -12,7 +12,7 @@ use crate::cache::Local;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::shared::Inner;
-use crate::steal;
+use crate::steal::gate as steal;
 
 impl PoolInner {
     /// The owner path of acquire: take from the calling thread's cache of

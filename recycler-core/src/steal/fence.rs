@@ -11,7 +11,7 @@
 //! unavailable (an old kernel, a seccomp filter, valgrind), the slower
 //! `MEMBARRIER_CMD_GLOBAL` serves if present, and otherwise
 //! [`available`] is `false`: no cache then ever opens its owner path
-//! ([`super::Gate`]), every operation takes the cache's lock, and taking a
+//! ([`super::gate::Gate`]), every operation takes the cache's lock, and taking a
 //! cache needs no fence at all. Elsewhere (and under loom, which models
 //! `membarrier` as a `SeqCst` fence on both sides) both fences are `SeqCst`
 //! fences.
