@@ -285,3 +285,46 @@ fn tokio_tasks_at_the_limit_never_stall_on_a_quiet_threads_cache() {
     let s = pool.stats();
     assert_eq!((s.idle_memory, s.allocated_memory), (0, 0), "{s}");
 }
+
+#[test]
+fn every_kind_of_wait_is_served_from_a_parked_threads_cache() {
+    // Blocking and async, borrowed and owned: each waits for 64 KiB while
+    // 64 KiB idle, in 16 KiB buffers, in a parked thread's cache.
+    for kind in 0..4 {
+        let pool = Arc::new(
+            BufferPool::builder()
+                .memory_limit(64 << 10)
+                .build()
+                .unwrap(),
+        );
+        let worker = Arc::clone(&pool);
+        let resume = park_after(move || {
+            drop((0..4).map(|_| worker.acquire(16 << 10)).collect::<Vec<_>>());
+        });
+        let wait = Duration::from_secs(5);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let capacity = match kind {
+            0 => pool.acquire_timeout(64 << 10, wait).unwrap().capacity(),
+            1 => pool
+                .acquire_owned_timeout(64 << 10, wait)
+                .unwrap()
+                .capacity(),
+            2 => rt.block_on(async {
+                let got = tokio::time::timeout(wait, pool.acquire_async(64 << 10)).await;
+                got.unwrap().unwrap().capacity()
+            }),
+            _ => rt.block_on(async {
+                let got = tokio::time::timeout(wait, pool.acquire_owned_async(64 << 10)).await;
+                got.unwrap().unwrap().capacity()
+            }),
+        };
+        assert_eq!(capacity, 64 << 10, "kind {kind}");
+        let s = pool.stats();
+        assert!(s.allocated_memory <= 64 << 10, "kind {kind}: {s}");
+        assert_eq!(s.total().in_use, 0, "kind {kind}: {s}");
+        resume();
+    }
+}
