@@ -38,6 +38,10 @@ pub(crate) struct Config {
     pub(crate) stripes: Option<usize>,
     /// Whether idle caches decay ([`crate::decay`]).
     pub(crate) idle_decay: bool,
+    /// Whether a thread taking a live thread's cache takes its hot slot
+    /// too: a buffer pool's, whose owner paths mark every access; a plain
+    /// recycler's slot is its owner's alone ([`crate::steal`]).
+    pub(crate) slots_reachable: bool,
 }
 
 /// An idle-memory account shared with other recyclers (the buckets of a
@@ -55,6 +59,7 @@ impl Config {
         reset_on_return: true,
         stripes: None,
         idle_decay: true,
+        slots_reachable: false,
     };
 
     /// Whether released objects may be kept at all.
@@ -462,6 +467,7 @@ impl<T> RecyclerBuilder<T> {
             reset_on_return: self.reset_on_return,
             stripes,
             idle_decay: self.idle_decay,
+            slots_reachable: false,
         })
     }
 }

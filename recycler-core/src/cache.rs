@@ -58,8 +58,9 @@ pub(crate) struct Local<T> {
     /// The recycler this cache belongs to: a guard keeps only its object and
     /// its home, and finds the recycler through the home.
     recycler: *const Inner<T>,
-    /// Owner-only state.
-    cache: Lines<UnsafeCell<Cache<T>>>,
+    /// Owner-only state: the hot slot, and the rest, in two cells (a thread
+    /// taking the cache's contents never touches a plain recycler's slot).
+    cache: Lines<Cells<T>>,
     /// Written by the owner only (see `Counters::add_owned`).
     pub(crate) counters: Counters,
     /// The owner's unpublished idle bytes, under `max_idle_bytes`.
@@ -87,15 +88,25 @@ impl<X> std::ops::Deref for Lines<X> {
     }
 }
 
-/// The part of a [`Local`] that only its owner touches.
-pub(crate) struct Cache<T> {
+/// The owner-only state of a [`Local`], in two cells.
+struct Cells<T> {
     /// The hot slot. A release fills it when it is empty, a get takes it
     /// first. So a thread that takes and returns one object at a time goes
     /// through the slot alone, with a load and a store and no length to
     /// update (W1 with one object held is bound by store-to-load forwarding
     /// through whatever it updates), and a burst pushes onto and pops off the
     /// batch without moving the slot's object each time.
-    pub(crate) slot: Option<Box<T>>,
+    ///
+    /// A cell of its own: the owner path of a plain recycler reaches it
+    /// without marking itself, and no other thread ever touches it; a buffer
+    /// pool's (whose idle buffers must all be reachable at its limit) is
+    /// reached only as the rest is ([`crate::steal`]).
+    slot: UnsafeCell<Option<Box<T>>>,
+    rest: UnsafeCell<Rest<T>>,
+}
+
+/// The owner-only state of a [`Local`] but the hot slot.
+pub(crate) struct Rest<T> {
     /// Idle objects behind the slot; `get` pops and releases push at the back
     /// (LIFO, so the objects used last, warm in cache, go out first); spills
     /// take the front, the coldest. The slot and the batch together hold at
@@ -118,15 +129,36 @@ pub(crate) struct Cache<T> {
     pub(crate) aux: *const (),
 }
 
-impl<T> Cache<T> {
-    /// Takes an idle object: the slot's if it holds one, else the back of
-    /// the batch (the object released last). The low-water mark is written
-    /// only when it moves, which in steady state it does not.
+/// The owner-only state of a [`Local`], borrowed: the hot slot and the
+/// rest (to which it dereferences).
+pub(crate) struct Cache<'a, T> {
+    /// The hot slot (see [`Cells`]).
+    pub(crate) slot: &'a mut Option<Box<T>>,
+    rest: &'a mut Rest<T>,
+}
+
+impl<T> std::ops::Deref for Cache<'_, T> {
+    type Target = Rest<T>;
+
     #[inline(always)]
-    pub(crate) fn pop(&mut self) -> Option<Box<T>> {
-        if self.slot.is_some() {
-            return self.slot.take();
-        }
+    fn deref(&self) -> &Rest<T> {
+        self.rest
+    }
+}
+
+impl<T> std::ops::DerefMut for Cache<'_, T> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Rest<T> {
+        self.rest
+    }
+}
+
+impl<T> Rest<T> {
+    /// Pops the back of the batch (the object released last). The
+    /// low-water mark is written only when it moves, which in steady state
+    /// it does not.
+    #[inline(always)]
+    pub(crate) fn pop_batch(&mut self) -> Option<Box<T>> {
         let obj = self.batch.pop_back()?;
         let len = self.batch.len();
         if len < self.low_water {
@@ -144,6 +176,24 @@ impl<T> Cache<T> {
         len + 1 < self.max && len < self.batch.capacity()
     }
 
+    /// Takes the batch.
+    pub(crate) fn take_batch(&mut self) -> Vec<Box<T>> {
+        self.low_water = 0;
+        std::mem::take(&mut self.batch).into()
+    }
+}
+
+impl<T> Cache<'_, T> {
+    /// Takes an idle object: the slot's if it holds one, else the back of
+    /// the batch.
+    #[inline(always)]
+    pub(crate) fn pop(&mut self) -> Option<Box<T>> {
+        if self.slot.is_some() {
+            return self.slot.take();
+        }
+        self.rest.pop_batch()
+    }
+
     /// Idle objects held: the slot and the batch.
     pub(crate) fn len(&self) -> usize {
         self.batch.len() + usize::from(self.slot.is_some())
@@ -151,9 +201,8 @@ impl<T> Cache<T> {
 
     /// Takes every idle object, the slot's last (it is the warmest).
     pub(crate) fn take_all(&mut self) -> Vec<Box<T>> {
-        let mut all: Vec<Box<T>> = std::mem::take(&mut self.batch).into();
+        let mut all = self.rest.take_batch();
         all.extend(self.slot.take());
-        self.low_water = 0;
         all
     }
 }
@@ -193,15 +242,17 @@ impl<T> Local<T> {
     {
         Self {
             owner: AtomicU64::new(NOBODY),
-            cache: Lines(UnsafeCell::new(Cache {
-                slot: None,
-                batch: VecDeque::new(),
-                pending: Pending::new(),
-                max: inbox_capacity,
-                fresh: 0,
-                low_water: 0,
-                aux: std::ptr::null(),
-            })),
+            cache: Lines(Cells {
+                slot: UnsafeCell::new(None),
+                rest: UnsafeCell::new(Rest {
+                    batch: VecDeque::new(),
+                    pending: Pending::new(),
+                    max: inbox_capacity,
+                    fresh: 0,
+                    low_water: 0,
+                    aux: std::ptr::null(),
+                }),
+            }),
             counters: Counters::default(),
             delta: DeltaCell::new(),
             pending_since: PendingSince::new(),
@@ -308,16 +359,16 @@ impl<T> Local<T> {
     /// (`reset`, the factory, an object's `Drop`) nor calls `with_cache` on
     /// this cache again, so the unique borrow is never aliased.
     #[inline]
-    pub(crate) unsafe fn with_cache<R>(&self, f: impl FnOnce(&mut Cache<T>) -> R) -> R {
-        let was = steal::enter();
+    pub(crate) unsafe fn with_cache<R>(&self, f: impl FnOnce(&mut Cache<'_, T>) -> R) -> R {
+        steal::enter();
         if self.owner_word() & !ACCOUNTED == registry::current() {
             // SAFETY: the calling thread owns the cache, which is open, and
             // it is inside a marked operation (see `crate::steal`).
             let r = unsafe { self.with_cache_unchecked(f) };
-            steal::leave(was);
+            steal::leave();
             return r;
         }
-        steal::leave(was);
+        steal::leave();
         let _lock = self.gate.lock();
         // SAFETY: the calling thread owns the cache and holds its lock.
         unsafe { self.with_cache_unchecked(f) }
@@ -330,12 +381,59 @@ impl<T> Local<T> {
     /// No other thread touches the cache meanwhile: the calling thread owns
     /// it and is inside a marked operation that found it open, or holds its
     /// lock while its owner is outside every such operation (see
-    /// [`crate::steal`]); `f` runs no user code and does not re-enter.
+    /// [`crate::steal`]), and, for a recycler whose slots another thread
+    /// never takes, is the owner; `f` runs no user code and does not
+    /// re-enter.
     #[inline(always)]
-    pub(crate) unsafe fn with_cache_unchecked<R>(&self, f: impl FnOnce(&mut Cache<T>) -> R) -> R {
-        self.cache.with_mut(|cache| {
-            // SAFETY: the caller's guarantee: this is the only borrow.
-            f(unsafe { &mut *cache })
+    pub(crate) unsafe fn with_cache_unchecked<R>(
+        &self,
+        f: impl FnOnce(&mut Cache<'_, T>) -> R,
+    ) -> R {
+        self.cache.slot.with_mut(|slot| {
+            self.cache.rest.with_mut(|rest| {
+                // SAFETY: the caller's guarantee: these are the only borrows.
+                let mut cache = unsafe {
+                    Cache {
+                        slot: &mut *slot,
+                        rest: &mut *rest,
+                    }
+                };
+                f(&mut cache)
+            })
+        })
+    }
+
+    /// Runs `f` on the owner-only state but the hot slot.
+    ///
+    /// # Safety
+    ///
+    /// As for [`with_cache_unchecked`](Self::with_cache_unchecked), without
+    /// the slot: a thread taking the contents of a plain recycler's cache
+    /// uses this, while the owner may be using its slot.
+    #[inline(always)]
+    pub(crate) unsafe fn with_rest_unchecked<R>(&self, f: impl FnOnce(&mut Rest<T>) -> R) -> R {
+        self.cache.rest.with_mut(|rest| {
+            // SAFETY: the caller's guarantee: the only borrow.
+            f(unsafe { &mut *rest })
+        })
+    }
+
+    /// Runs `f` on the hot slot, as the owner of a plain recycler's cache,
+    /// with no mark and no lock: no other thread touches it.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns the cache, of a recycler whose slots no other
+    /// thread takes (not a buffer pool's), and `f` runs no user code and does
+    /// not re-enter.
+    #[inline(always)]
+    pub(crate) unsafe fn with_slot_unchecked<R>(
+        &self,
+        f: impl FnOnce(&mut Option<Box<T>>) -> R,
+    ) -> R {
+        self.cache.slot.with_mut(|slot| {
+            // SAFETY: the caller's guarantee: the only borrow.
+            f(unsafe { &mut *slot })
         })
     }
 }

@@ -82,9 +82,12 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: the caller owns `local`; the closure runs no user code
         // (the push may allocate, never drops an object).
         unsafe {
-            local.with_cache(|c| match c.slot {
-                None => c.slot = Some(obj),
-                Some(_) => c.batch.push_back(obj),
+            local.with_cache(|c| {
+                if c.slot.is_none() {
+                    *c.slot = Some(obj);
+                } else {
+                    c.batch.push_back(obj);
+                }
             });
         }
         // Minus one, as the owner writes its counters: a load and a store.

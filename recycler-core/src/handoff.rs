@@ -157,7 +157,7 @@ impl<T: Recyclable> Inner<T> {
             let obj = if self.config.reset_on_return {
                 obj
             } else {
-                Resetting::reset(obj, home, None)
+                Resetting::reset(obj, home)
             };
             return self.release_owned(mine, obj);
         }

@@ -20,7 +20,7 @@
 use std::mem;
 use std::ptr;
 
-use crate::cache::{CLOSED, Cache, Local};
+use crate::cache::{CLOSED, Local, Rest};
 use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
 use crate::recyclable::Recyclable;
@@ -40,19 +40,33 @@ impl<T: Recyclable> Inner<T> {
     /// them: its gets take the slow path, which counts bytes.
     #[inline(always)]
     pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        steal::enter_get();
-        let popped = registry::hot(self.id, self.hot_slot).and_then(|local| {
-            // SAFETY: a hot-index entry under this recycler's plain id points
-            // to a cache of this recycler that the calling thread owns and
-            // has open (the contract of `Local::open`).
-            let local = unsafe { local.cast::<Local<T>>().as_ref() };
-            // SAFETY: the calling thread owns `local`, found it open inside
-            // its marked `get` (see `crate::steal`), and the closure runs no
-            // user code.
-            let obj = unsafe { local.with_cache_unchecked(Cache::pop) }?;
-            Some((obj, local))
-        });
-        steal::leave_get();
+        let local = registry::hot(self.id, self.hot_slot)?.cast::<Local<T>>();
+        // SAFETY: a hot-index entry under this recycler's plain id points to
+        // a cache of this recycler that the calling thread owns and has open
+        // (the contract of `Local::open`).
+        let local = unsafe { local.as_ref() };
+        // The hot slot first, with no mark: only its owner ever touches a
+        // plain recycler's slot (see `crate::steal`).
+        // SAFETY: the calling thread owns `local`, of a plain recycler (a
+        // buffer pool's caches are never indexed under a recycler's id);
+        // `take` runs no user code.
+        let popped = match unsafe { local.with_slot_unchecked(Option::take) } {
+            Some(obj) => Some((obj, local)),
+            None => {
+                // The batch, which another thread may be taking: marked,
+                // and the gate read again inside the mark.
+                steal::enter_get();
+                let popped = registry::hot(self.id, self.hot_slot).and_then(|_| {
+                    // SAFETY: the calling thread owns `local` and found it
+                    // open inside its marked `get`; `pop_batch` runs no user
+                    // code.
+                    let obj = unsafe { local.with_rest_unchecked(Rest::pop_batch) }?;
+                    Some((obj, local))
+                });
+                steal::leave_get();
+                popped
+            }
+        };
         let (mut obj, local) = popped?;
         if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
             // SAFETY: the calling thread owns `local` (above).
@@ -82,16 +96,39 @@ impl<T: Recyclable> Inner<T> {
     #[inline(always)]
     pub(crate) unsafe fn release(obj: Box<T>, home: Home<T>, pool: bool) {
         if pool {
-            let was = steal::enter();
             // SAFETY: alive (the caller's guarantee).
             if let Some(local) = unsafe { home.owned() } {
-                let obj = Resetting::reset(obj, home, was);
-                // SAFETY: the calling thread owns `local` and found it open
-                // inside its marked operation (an operation nested in the
-                // `reset` restores the mark); the admission check touches
-                // nothing.
-                let pushed = unsafe { Self::push_local(local, obj, true, |_| true) };
-                steal::leave(was);
+                let obj = Resetting::reset(obj, home);
+                // The hot slot, with no mark: only its owner ever touches a
+                // plain recycler's slot (see `crate::steal`).
+                // SAFETY: the calling thread owns `local`, of a plain
+                // recycler (a buffer pool's buffers are released by the
+                // pool); the closure runs no user code.
+                let rest = unsafe {
+                    local.with_slot_unchecked(|slot| match slot {
+                        None => {
+                            *slot = Some(obj);
+                            None
+                        }
+                        Some(_) => Some(obj),
+                    })
+                };
+                let Some(obj) = rest else {
+                    Counters::add_owned(&local.counters.released_local, 1);
+                    return;
+                };
+                // The batch, which another thread may be taking: marked, and
+                // the gate (the owner word) read again inside the mark.
+                steal::enter();
+                // SAFETY: as above.
+                let pushed = match unsafe { home.owned() } {
+                    // SAFETY: the calling thread owns `local` and found it
+                    // open inside its marked operation; the admission check
+                    // touches nothing.
+                    Some(local) => unsafe { Self::push_batch(local, obj) },
+                    None => Err(obj),
+                };
+                steal::leave();
                 // Its own call to the slow path, not the one below with a
                 // flag: a flag merged from both ways there was computed on
                 // the owner path (measured: +1 instruction per release).
@@ -101,11 +138,41 @@ impl<T: Recyclable> Inner<T> {
                     Err(back) => unsafe { Self::release_reset(back, home) },
                 };
             }
-            steal::leave(was);
         }
         // SAFETY: as above: a cache of a live recycler.
         let inner = unsafe { home.local().recycler() };
         inner.release_slow(obj, home, false);
+    }
+
+    /// Pushes `obj`, already reset, on the back of `local`'s batch if the
+    /// cache then holds at most `max_capacity_per_thread` objects and the
+    /// batch has room in its allocation; counts the release. Otherwise hands
+    /// `obj` back, for the slow path.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns `local`, found it open inside a marked
+    /// operation ([`crate::steal`]), and its slot is full.
+    #[inline(always)]
+    unsafe fn push_batch(local: &Local<T>, obj: Box<T>) -> Result<(), Box<T>> {
+        // SAFETY: the caller's guarantee; the closure runs no user code.
+        let rest = unsafe {
+            local.with_rest_unchecked(|c| {
+                if c.has_room() {
+                    c.batch.push_back(obj);
+                    None
+                } else {
+                    Some(obj)
+                }
+            })
+        };
+        match rest {
+            None => {
+                Counters::add_owned(&local.counters.released_local, 1);
+                Ok(())
+            }
+            Some(obj) => Err(obj),
+        }
     }
 
     /// The slow release of an object the owner path has reset (its cache
@@ -149,7 +216,7 @@ impl<T: Recyclable> Inner<T> {
             local.with_cache_unchecked(|c| {
                 if c.slot.is_none() {
                     if admit(c.aux) {
-                        c.slot = Some(obj);
+                        *c.slot = Some(obj);
                         return None;
                     }
                     return Some(obj);
@@ -319,22 +386,16 @@ pub(crate) struct Resetting<T: Recyclable> {
     /// The object's home, of a live recycler.
     home: Home<T>,
     obj: mem::ManuallyDrop<Box<T>>,
-    /// The mark to restore if `reset` unwinds out of a marked operation
-    /// ([`steal::leave`]), or `None` outside one.
-    was: Option<u64>,
 }
 
 impl<T: Recyclable> Resetting<T> {
     /// Runs `obj.reset()`; returns the object unless `reset` panics.
-    /// `home` is `obj`'s, of a recycler the caller keeps alive; `was`, if
-    /// given, is what [`steal::enter`] returned for the marked operation the
-    /// caller is in, which a panic ends.
+    /// `home` is `obj`'s, of a recycler the caller keeps alive.
     #[inline(always)]
-    pub(crate) fn reset(obj: Box<T>, home: Home<T>, was: impl Into<Option<u64>>) -> Box<T> {
+    pub(crate) fn reset(obj: Box<T>, home: Home<T>) -> Box<T> {
         let mut this = Self {
             home,
             obj: mem::ManuallyDrop::new(obj),
-            was: was.into(),
         };
         this.obj.reset();
         let mut this = mem::ManuallyDrop::new(this);
@@ -347,9 +408,6 @@ impl<T: Recyclable> Drop for Resetting<T> {
     #[cold]
     #[inline(never)]
     fn drop(&mut self) {
-        if let Some(was) = self.was {
-            steal::leave(was);
-        }
         // SAFETY: the recycler outlives the guard being released (the
         // contract of `reset`).
         let local = unsafe { self.home.local() };

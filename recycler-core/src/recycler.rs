@@ -359,14 +359,15 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         self.inner.stats()
     }
 
-    /// Frees every idle object: in the shared depot, in every thread's
-    /// inbox, in the calling thread's own cache, and in other threads'
-    /// caches, with the batches they gathered for other threads, whether or
-    /// not those threads run again (a parked worker's cache is freed too).
-    /// A thread that is inside a `get` or a release at that moment keeps its
-    /// cache for up to a millisecond; if it is still inside then (a `reset`
-    /// that blocks), its cache is left as it is. The owner path stays free
-    /// of locks: see "Taking a live thread's cache" in the design notes.
+    /// Frees the idle objects: in the shared depot, in every thread's inbox,
+    /// in the calling thread's own cache, and in other threads' caches, with
+    /// the batches they gathered for other threads, whether or not those
+    /// threads run again (a parked worker's cache is freed too), all but the
+    /// one object in each other thread's hot slot, which only its owner
+    /// touches. A thread that is inside a `get` or a release at that moment
+    /// keeps its cache for up to a millisecond, and if it is still inside
+    /// then, keeps it. The owner path stays free of locks: see "Taking a
+    /// live thread's cache" in the design notes.
     ///
     /// # Panics
     ///

@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::mem;
 
-use crate::cache::{Cache, Local};
+use crate::cache::Local;
 use crate::cpu;
 use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
@@ -75,7 +75,7 @@ impl<T: Recyclable> Inner<T> {
         unsafe { self.open_hot(local) };
         // SAFETY: the calling thread owns `local`; the closure runs no user
         // code.
-        let take = || unsafe { local.with_cache(Cache::pop) };
+        let take = || unsafe { local.with_cache(|c| c.pop()) };
         let mut obj = take();
         if obj.is_none() && self.refill(local) {
             obj = take();

@@ -110,9 +110,9 @@ impl<T: Recyclable> Inner<T> {
     /// the panic reaches the code that dropped the guard.
     fn reset_releasing(obj: Box<T>, home: Home<T>) -> Option<Box<T>> {
         if registry::current() != registry::EXITED {
-            return Some(Resetting::reset(obj, home, None));
+            return Some(Resetting::reset(obj, home));
         }
-        match catch_unwind(AssertUnwindSafe(|| Resetting::reset(obj, home, None))) {
+        match catch_unwind(AssertUnwindSafe(|| Resetting::reset(obj, home))) {
             Ok(obj) => Some(obj),
             Err(panic) => {
                 reclaim::forget_panic(panic);
@@ -133,7 +133,7 @@ impl<T: Recyclable> Inner<T> {
         let full = unsafe {
             local.with_cache(|c| {
                 if c.slot.is_none() {
-                    c.slot = Some(obj);
+                    *c.slot = Some(obj);
                     None
                 } else if c.len() < max {
                     c.batch.push_back(obj);

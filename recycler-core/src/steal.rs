@@ -20,8 +20,15 @@
 //!    cache);
 //! 3. if open, works on the cache without a lock; else takes the slow path,
 //!    which takes the cache's lock;
-//! 4. clears its mark (a `Release` store), or, for an operation nested in
-//!    another (a release inside a `reset`), restores the mark it found.
+//! 4. clears its mark (a `Release` store). These operations run no user
+//!    code (a release resets its object before it marks itself), so they
+//!    never nest.
+//!
+//! A plain recycler's hot slot is outside the protocol: a cell of its own
+//! that only the owner touches, on its owner path without a mark (so W1,
+//! which goes through the slot alone, pays nothing); a taker never takes
+//! it. A buffer pool's owner paths mark every access, slot included, and a
+//! taker takes its slots too.
 //!
 //! A taker:
 //! 1. under each cache's lock: skips caches nobody owns (their contents are
@@ -39,12 +46,10 @@
 //! taker read it: the taker sees the mark until that operation ends
 //! (`Release`, paired with the taker's `Acquire`, so its writes are
 //! visible). An operation that starts after the fence reads the gate
-//! closed and takes the lock. Marks are per thread, not per cache: an
-//! operation nested inside another (a `get` or a release inside a `reset`)
-//! leaves the outer mark set (a release restores the mark it found; a `get`
-//! uses its own mark, and never contains user code), so marks seen clear
-//! once after the fence mean every operation that could have read this
-//! cache's gate open has ended. Only the lock reopens a gate, and not while a taker is
+//! closed and takes the lock. Marks are per thread, not per cache, and
+//! marked operations never nest, so marks seen clear once after the fence
+//! mean every operation that could have read this cache's gate open has
+//! ended. Only the lock reopens a gate, and not while a taker is
 //! counted; a thread cannot give a cache up ([`Local::abandon`]) while a
 //! taker is counted, so the owner's marks, which live as long as the
 //! thread, outlive every read of them.
@@ -60,7 +65,7 @@ pub(crate) mod gate;
 use std::ptr;
 
 use self::gate::{CLOSED, now_ns, wait_quiet};
-use crate::cache::{Cache, Local};
+use crate::cache::{Local, Rest};
 use crate::handoff::Entry;
 use crate::inbox::Batch;
 use crate::loom::Ordering;
@@ -88,23 +93,36 @@ pub(crate) struct Taken<T> {
     pub(crate) skipped: usize,
 }
 
-/// Takes from `local` what `take` says, into `taken`.
+/// Takes from `local` what `take` says, into `taken`; its hot slot only if
+/// `slots` (a buffer pool's cache), or if the calling thread owns it.
 ///
 /// # Safety
 ///
 /// The calling thread holds `local`'s lock, and the owner of `local` is
-/// outside every operation that works on it without that lock.
-unsafe fn take_locked<T>(local: &Local<T>, take: Take, taken: &mut Taken<T>) {
-    // SAFETY: the caller's guarantee; the closure runs no user code.
-    unsafe {
-        local.with_cache_unchecked(|c: &mut Cache<T>| {
-            if take == Take::All {
-                taken.idle.append(&mut c.take_all());
-            }
-            while let Some(entry) = c.pending.pop() {
-                taken.pending.push(entry);
-            }
-        });
+/// outside every operation that works on it without that lock (a plain
+/// recycler's owner may be using its slot, which is then left alone).
+unsafe fn take_locked<T>(local: &Local<T>, take: Take, slots: bool, taken: &mut Taken<T>) {
+    let take_rest = |c: &mut Rest<T>, taken: &mut Taken<T>| {
+        if take == Take::All {
+            taken.idle.append(&mut c.take_batch());
+        }
+        while let Some(entry) = c.pending.pop() {
+            taken.pending.push(entry);
+        }
+    };
+    let own = local.is_owned_by(registry::current());
+    if take == Take::All && (slots || own) {
+        // SAFETY: the caller's guarantee; the slot is the calling thread's
+        // or reached only under this protocol; the closure runs no user code.
+        unsafe {
+            local.with_cache_unchecked(|c| {
+                take_rest(c, taken);
+                taken.idle.extend(c.slot.take());
+            });
+        }
+    } else {
+        // SAFETY: the caller's guarantee; the closure runs no user code.
+        unsafe { local.with_rest_unchecked(|c| take_rest(c, taken)) };
     }
     local.pending_since.clear();
 }
@@ -116,6 +134,7 @@ pub(crate) fn take_from<'a, T: 'a>(
     caches: impl Iterator<Item = &'a Local<T>>,
     me: Token,
     take: Take,
+    slots: bool,
 ) -> Taken<T> {
     let mut taken = Taken {
         idle: Vec::new(),
@@ -137,7 +156,7 @@ pub(crate) fn take_from<'a, T: 'a>(
             // was claimed, or one shut and its owner seen quiet since: its
             // owner takes this lock for every other access.
             // SAFETY: as below, the lock held.
-            unsafe { take_locked(local, take, &mut taken) };
+            unsafe { take_locked(local, take, slots, &mut taken) };
             continue;
         }
         state.takers += 1;
@@ -162,7 +181,7 @@ pub(crate) fn take_from<'a, T: 'a>(
             // SAFETY: the owner is outside every operation that could have
             // found the cache open, and every later one finds it closed and
             // takes this lock, which the calling thread holds.
-            unsafe { take_locked(local, take, &mut taken) };
+            unsafe { take_locked(local, take, slots, &mut taken) };
             state.sealed = true;
         } else {
             taken.skipped += 1;
@@ -182,7 +201,8 @@ impl<T: Recyclable> Inner<T> {
         if self.stripes.is_some() {
             return Vec::new();
         }
-        let taken = take_from(self.all_caches(), registry::current(), Take::All);
+        let slots = self.config.slots_reachable;
+        let taken = take_from(self.all_caches(), registry::current(), Take::All, slots);
         for entry in taken.pending {
             self.send_home(entry.home, entry.objs, None);
         }
@@ -205,10 +225,12 @@ impl<T: Recyclable> Inner<T> {
         if !self.all_caches().any(|l| stale(&l)) {
             return false;
         }
+        let slots = self.config.slots_reachable;
         let taken = take_from(
             self.all_caches().filter(stale),
             registry::current(),
             Take::Pending,
+            slots,
         );
         let mut came = false;
         for entry in taken.pending {

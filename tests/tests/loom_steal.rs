@@ -34,7 +34,8 @@ fn pool(alive: &Arc<AtomicUsize>) -> Arc<Recycler<loom_support::Obj>> {
 
 /// The owner gets and releases (its cache open, then in use) while another
 /// thread trims: the owner may be inside its owner path when the taker
-/// shuts the cache, or wake up and start one mid-steal.
+/// shuts the cache, or wake up and start one mid-steal. The hot slot is
+/// the owner's alone; the batch is what the trim takes.
 #[test]
 fn trim_takes_a_cache_whose_owner_wakes_mid_steal() {
     model(|| {
@@ -42,8 +43,14 @@ fn trim_takes_a_cache_whose_owner_wakes_mid_steal() {
         let pool = pool(&alive);
         let p = Arc::clone(&pool);
         let owner = spawn(move || {
-            drop(p.get()); // the cache opens and holds one
-            drop(p.get()); // may run while the trim takes
+            // The hot slot (its owner's alone) and the batch (marked, which
+            // the trim takes): a push and a pop of the batch may run while
+            // the trim takes.
+            let (a, b) = (p.get(), p.get());
+            drop(a);
+            drop(b);
+            let (c, d) = (p.get(), p.get());
+            drop((c, d));
         });
         pool.trim();
         owner.join().unwrap();

@@ -44,9 +44,12 @@ fn run_with(
         if steals {
             let (pool, working, trims) = (&pool, &working, &trims);
             s.spawn(move || {
-                while working.load(Relaxed) {
+                loop {
                     pool.trim();
                     trims.fetch_add(1, Relaxed);
+                    if !working.load(Relaxed) {
+                        break;
+                    }
                     thread::yield_now();
                 }
             });
@@ -54,7 +57,12 @@ fn run_with(
         let mut handles = Vec::new();
         for (me, (_, rx)) in channels.iter().enumerate() {
             let (pool, senders, rx) = (&pool, &senders, rx.clone());
+            let trims = &trims;
             handles.push(s.spawn(move || {
+                // With steals, start once the trimming has begun.
+                while steals && trims.load(Relaxed) == 0 {
+                    thread::yield_now();
+                }
                 let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (me as u64 + 1));
                 let mut held = Vec::new();
                 for op in 0..ops_per_thread {

@@ -89,6 +89,7 @@ impl PoolInner {
             reset_on_return: true,
             stripes: config.striped,
             idle_decay: false,
+            slots_reachable: true,
         };
         let buckets = (0..n)
             .map(|i| {

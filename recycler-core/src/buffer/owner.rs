@@ -59,19 +59,19 @@ impl PoolInner {
         let mut buf = buf;
         let idx = origin as usize;
         if idx < self.buckets.len() && !self.under_pressure() {
-            let was = steal::enter();
+            steal::enter();
             // SAFETY: the guard that held the buffer borrowed (or held an
             // `Arc` of) the pool, which owns the cache.
             if let Some(local) = unsafe { home.owned() } {
                 match self.push_fast(idx, local, buf) {
                     Ok(()) => {
-                        steal::leave(was);
+                        steal::leave();
                         return;
                     }
                     Err(back) => buf = back,
                 }
             }
-            steal::leave(was);
+            steal::leave();
         }
         self.release_slow(buf, home, origin);
     }

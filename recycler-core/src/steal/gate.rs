@@ -6,7 +6,9 @@
 use std::ptr;
 
 use super::fence;
-use crate::loom::{AtomicPtr, AtomicU64, Mutex, MutexGuard, Ordering, spin_loop, yield_now};
+#[cfg(not(loom))]
+use crate::loom::spin_loop;
+use crate::loom::{AtomicPtr, AtomicU64, Mutex, MutexGuard, Ordering, yield_now};
 use crate::registry::{self, HotEntry, Marks, NOBODY};
 
 /// In a cache's owner word: the owner path is shut (a claim that has not
@@ -15,27 +17,27 @@ use crate::registry::{self, HotEntry, Marks, NOBODY};
 pub(crate) const CLOSED: u64 = 4;
 
 /// Enters an owner operation that may work on the calling thread's caches
-/// without their locks: marks it and fences. Returns the mark as it was
-/// (set, for an operation nested in another: a release inside a `reset`),
-/// for [`leave`], which restores it, so that a nested operation never
-/// clears its outer one's mark.
+/// without their locks (a release's push on the batch, a cache access of a
+/// slow path): marks it and fences. Such operations run no user code, so
+/// they never nest.
 #[inline(always)]
-pub(crate) fn enter() -> u64 {
-    let was = registry::with_marks(|m| {
-        let was = m.releasing.load(Ordering::Relaxed);
+pub(crate) fn enter() {
+    let _ = registry::with_marks(|m| {
+        debug_assert_eq!(
+            m.releasing.load(Ordering::Relaxed),
+            0,
+            "nested owner operations"
+        );
         m.releasing.store(1, Ordering::Relaxed);
-        was
-    })
-    .unwrap_or(1);
+    });
     fence::light();
-    was
 }
 
-/// Leaves the operation [`enter`] began: restores the mark it found
-/// (`Release`: a taker that sees it clear sees the operation's writes).
+/// Leaves the operation [`enter`] began (`Release`: a taker that sees the
+/// mark clear sees the operation's writes).
 #[inline(always)]
-pub(crate) fn leave(was: u64) {
-    let _ = registry::with_marks(|m| m.releasing.store(was, Ordering::Release));
+pub(crate) fn leave() {
+    let _ = registry::with_marks(|m| m.releasing.store(0, Ordering::Release));
 }
 
 /// Enters the owner path of a `get` (see the module docs). A `get` runs no
