@@ -74,13 +74,7 @@ impl PoolInner {
         };
         let inner = bucket.recycler.inner();
         let pl = self.count_in_thread_delta(idx);
-        let got = match inner.take_pooled() {
-            Some((mut buf, home)) => {
-                Buf::reset(&mut buf);
-                (buf, home)
-            }
-            None => inner.made(alloc(bucket.capacity)?),
-        };
+        let pooled = inner.take_pooled();
         // `take_pooled` sent this thread's pending releases of the bucket:
         // its cache may be indexed now.
         if let Some(pl) = pl
@@ -89,7 +83,34 @@ impl PoolInner {
             // SAFETY: as above; nothing is pending in `local`.
             unsafe { self.index(pl, idx, local) };
         }
-        Ok((got.0, got.1, idx as u32))
+        if let Some((mut buf, home)) = pooled {
+            Buf::reset(&mut buf);
+            return Ok((buf, home, idx as u32));
+        }
+        if let Some(larger) = self.pop_larger(idx) {
+            return Ok(larger);
+        }
+        let (buf, home) = inner.made(alloc(bucket.capacity)?);
+        Ok((buf, home, idx as u32))
+    }
+
+    /// The smallest idle buffer of a bucket above `idx` in the calling
+    /// thread's own caches, if any, with the bucket it came from as its
+    /// origin: what an acquire whose bucket has nothing for it takes before
+    /// it allocates. A buffer that grew goes, on release, to the bucket of
+    /// its new capacity; this is where the acquires that made it grow find
+    /// it again (see `docs/buffers.md`, "Buffers that grow"). Owner paths
+    /// only (a few loads per bucket, no lock, no read-modify-write): the
+    /// inboxes and depots of the larger buckets are left to their own
+    /// acquires. Counted as an acquire, and a hit, of the bucket the buffer
+    /// came from, which its release returns it to.
+    pub(crate) fn pop_larger(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
+        if !self.config.serve_larger {
+            return None;
+        }
+        self.pool_local()?;
+        (idx.saturating_add(1)..self.buckets.len())
+            .find_map(|j| self.pop_fast(j).map(|(buf, home)| (buf, home, j as u32)))
     }
 
     /// A pooled buffer of bucket `idx` that the owner path did not find, if
@@ -145,10 +166,12 @@ impl PoolInner {
         self.allocate_reserved(capacity)
     }
 
-    /// A buffer of bucket `idx` that a release handed to a waiter (see
+    /// A buffer that a release handed to a waiter for bucket `idx` (see
     /// [`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)),
     /// reset and counted as a pooled acquire by the calling thread, the
-    /// waiter's.
+    /// waiter's, in the bucket of its capacity: `idx`, the waiter's, unless
+    /// the release could not shrink a larger buffer to it (see
+    /// [`release_to_waiters`](Self::release_to_waiters)).
     ///
     /// Homed at the calling thread's cache, as `Inner::handed` homes it;
     /// but a pool that keeps nothing (`max_idle_per_thread(0)`: caches of
@@ -158,6 +181,9 @@ impl PoolInner {
     /// [`Inner::push_local`](crate::shared::Inner::push_local)), and the
     /// buffer is freed when released.
     pub(crate) fn take_handed(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
+        // A buffer the release could not shrink to the request counts in
+        // its own bucket, where the release put it.
+        let idx = self.bucket_of_capacity(buf.capacity()).unwrap_or(idx);
         Buf::reset(&mut buf);
         self.count_in_thread_delta(idx);
         let inner = self.buckets[idx].recycler.inner();
@@ -223,27 +249,7 @@ impl PoolInner {
             return;
         }
         if self.under_pressure() {
-            // A waiter for this bucket reuses the buffer itself; else it is
-            // freed for the waiters.
-            let buf = if buf.capacity() == bucket.capacity {
-                match self
-                    .ledger
-                    .waiters
-                    .hand_over(&self.ledger, bucket.capacity as u64, buf)
-                {
-                    Ok(()) => {
-                        inner.count_release(home, 1);
-                        None
-                    }
-                    Err(buf) => Some(buf),
-                }
-            } else {
-                Some(buf)
-            };
-            if let Some(buf) = buf {
-                inner.discard(buf, home);
-            }
-            self.reclaim_for_waiters();
+            self.release_to_waiters((origin & !GROWN) as usize, buf, home);
             return;
         }
         // A pool that keeps nothing frees every buffer it gets back, grown
@@ -271,6 +277,64 @@ impl PoolInner {
             (dest, pl)
         };
         self.index_unless_pending(dest, pl);
+    }
+
+    /// A release while anyone waits for memory, of a buffer acquired from
+    /// bucket `origin`: the buffer itself goes to the first waiter not yet
+    /// granted if that waiter wants a bucket's buffer no larger than it (a
+    /// buffer of a bucket, grown or not), else it is freed for the
+    /// waiters; then the idle buffers this thread reaches are freed for
+    /// them too.
+    ///
+    /// A buffer larger than the waiter's request is shrunk to it first
+    /// (the allocator's `realloc`), and the bytes that frees go back to the
+    /// limit once the buffer is handed over, where they serve the waiters
+    /// behind: handed over whole, they would be held by a request that did
+    /// not ask for them, the waiters behind would wait for the first to
+    /// give them back, and a holder waiting for a second buffer could wait
+    /// for ever. The waiter then counts a hit, in its own bucket.
+    ///
+    /// The books: a buffer that leaves its bucket (grown, or shrunk here)
+    /// is detached from the bucket it came from and adopted and released by
+    /// the bucket of its capacity, as a grown buffer is when it is cached;
+    /// the waiter's take counts the hit there.
+    fn release_to_waiters(&self, origin: usize, buf: Box<Buf>, home: Home<Buf>) {
+        let inner = self.buckets[origin].recycler.inner();
+        let mut buf = buf;
+        let mut freed = 0;
+        let handable = self.bucket_of_capacity(buf.capacity()).is_some();
+        if handable && let Some(want) = self.ledger.waiters.first_handable() {
+            let want = usize::try_from(want).unwrap_or(usize::MAX);
+            if want < buf.capacity() && self.bucket_of_capacity(want).is_some() {
+                freed = buf.shrink_to(want);
+            }
+        }
+        match self.bucket_of_capacity(buf.capacity()) {
+            Some(dest) if handable && dest == origin => {
+                let bytes = buf.capacity() as u64;
+                match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+                    Ok(()) => inner.count_release(home, 1),
+                    Err(buf) => inner.discard(buf, home),
+                }
+            }
+            Some(dest) if handable => {
+                inner.count_detached(home);
+                let to = self.buckets[dest].recycler.inner();
+                let (buf, home) = to.adopt(buf);
+                let bytes = buf.capacity() as u64;
+                match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+                    Ok(()) => to.count_release(home, 1),
+                    Err(buf) => to.discard(buf, home),
+                }
+            }
+            _ => inner.discard(buf, home),
+        }
+        if freed != 0 {
+            // After the hand-over: freed before, these bytes could grant the
+            // first waiter, which the buffer is for.
+            self.ledger.free(freed as u64);
+        }
+        self.reclaim_for_waiters();
     }
 
     /// Indexes the calling thread's cache of bucket `b` in `pl`, its index,

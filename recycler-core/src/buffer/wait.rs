@@ -205,7 +205,11 @@ impl<P: PoolHandle> Waiting<P> {
                     None => Wake::Thread(thread::current()),
                 };
                 let waiters = &pool.ledger.waiters;
-                let (id, want) = waiters.join(&pool.ledger, bytes, wake);
+                // A released buffer may serve a request a bucket serves;
+                // an exact-size one (oversize, or below `min_capacity`)
+                // allocates its own.
+                let handable = idx < pool.buckets.len();
+                let (id, want) = waiters.join_for(&pool.ledger, bytes, wake, handable);
                 self.queued = Some((id, bytes));
                 pool.waits_joined(idx.min(pool.buckets.len()));
                 // Free what this thread can reach, then serve the queue
