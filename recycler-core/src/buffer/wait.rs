@@ -16,13 +16,15 @@
 //! first served: a stream of small requests cannot starve a large one).
 //!
 //! A release while anyone waits hands its buffer itself to the first waiter
-//! not yet granted, if that waiter wants a buffer of the same bucket
-//! ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
+//! not yet granted, if that waiter wants a bucket's buffer no larger than
+//! it ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
-//! buffer (a pooled acquire) instead of allocating one. Otherwise the
-//! release frees its buffer, and the free serves the queue as above. So
-//! under contention at the limit, where most acquires wait, reuse goes on:
-//! without the hand-over, every acquire that waited allocated afresh.
+//! buffer (a pooled acquire) instead of allocating one. A larger buffer is
+//! shrunk to the request first, and the bytes that frees serve the waiters
+//! behind. Otherwise the release frees its buffer, and the free serves the
+//! queue as above. So under contention at the limit, where most acquires
+//! wait, reuse goes on, with several sizes too: without the hand-over,
+//! every acquire that waited allocated afresh.
 //!
 //! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth,
 //! `prefill`) are not held back by the queue: they take memory that is free,
