@@ -300,34 +300,40 @@ impl PoolInner {
     /// the waiter's take counts the hit there.
     fn release_to_waiters(&self, origin: usize, buf: Box<Buf>, home: Home<Buf>) {
         let inner = self.buckets[origin].recycler.inner();
+        // The request of the first waiter, if this buffer may serve it.
+        let want = self
+            .bucket_of_capacity(buf.capacity())
+            .and_then(|_| self.ledger.waiters.first_handable())
+            .and_then(|want| usize::try_from(want).ok())
+            .filter(|&want| want <= buf.capacity());
+        let Some(want) = want else {
+            // Nobody it can serve: freed for the waiters.
+            inner.discard(buf, home);
+            self.reclaim_for_waiters();
+            return;
+        };
         let mut buf = buf;
         let mut freed = 0;
-        let handable = self.bucket_of_capacity(buf.capacity()).is_some();
-        if handable && let Some(want) = self.ledger.waiters.first_handable() {
-            let want = usize::try_from(want).unwrap_or(usize::MAX);
-            if want < buf.capacity() && self.bucket_of_capacity(want).is_some() {
-                freed = buf.shrink_to(want);
-            }
+        if want < buf.capacity() && self.bucket_of_capacity(want).is_some() {
+            freed = buf.shrink_to(want);
         }
+        let bytes = buf.capacity() as u64;
         match self.bucket_of_capacity(buf.capacity()) {
-            Some(dest) if handable && dest == origin => {
-                let bytes = buf.capacity() as u64;
-                match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
-                    Ok(()) => inner.count_release(home, 1),
-                    Err(buf) => inner.discard(buf, home),
-                }
-            }
-            Some(dest) if handable => {
+            Some(dest) if dest != origin => {
+                // It grew, or shrank here: it leaves its bucket for the one
+                // of its capacity, as a grown buffer does when it is cached.
                 inner.count_detached(home);
                 let to = self.buckets[dest].recycler.inner();
                 let (buf, home) = to.adopt(buf);
-                let bytes = buf.capacity() as u64;
                 match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
                     Ok(()) => to.count_release(home, 1),
                     Err(buf) => to.discard(buf, home),
                 }
             }
-            _ => inner.discard(buf, home),
+            _ => match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+                Ok(()) => inner.count_release(home, 1),
+                Err(buf) => inner.discard(buf, home),
+            },
         }
         if freed != 0 {
             // After the hand-over: freed before, these bytes could grant the
