@@ -309,6 +309,7 @@ impl PoolInner {
         let Some(want) = want else {
             // Nobody it can serve: freed for the waiters.
             inner.discard(buf, home);
+            self.hand_idle_to_waiters();
             self.reclaim_for_waiters();
             return;
         };
@@ -340,7 +341,42 @@ impl PoolInner {
             // first waiter, which the buffer is for.
             self.ledger.free(freed as u64);
         }
+        self.hand_idle_to_waiters();
         self.reclaim_for_waiters();
+    }
+
+    /// Hands the calling thread's own idle buffers to the waiters, first
+    /// come first served, while the first waiter not yet granted wants a
+    /// buffer of a bucket whose cache this thread holds one in: the waiter
+    /// reuses it (a hit, counted by its take) where the eviction that
+    /// follows (`reclaim_for_waiters`) would free it and the waiter would
+    /// allocate on the bytes. Runs where that eviction runs: a release while
+    /// anyone waits, and a wait as it joins the queue. Owner paths only (the
+    /// thread's own caches); a buffer that a race leaves with no waiter to
+    /// take it is freed, counted as evicted, as the eviction would have.
+    pub(crate) fn hand_idle_to_waiters(&self) {
+        while let Some(want) = self.ledger.waiters.first_handable() {
+            let Some(idx) = usize::try_from(want)
+                .ok()
+                .and_then(|w| self.bucket_of_capacity(w))
+            else {
+                return;
+            };
+            // Not counted here: the waiter's take counts the hit.
+            let Some((buf, home)) = self.pop_own(idx, false) else {
+                return;
+            };
+            if let Err(buf) = self.ledger.waiters.hand_over(&self.ledger, want, buf) {
+                // Someone else is first now: freed, as an eviction.
+                let inner = self.buckets[idx].recycler.inner();
+                // SAFETY: the pool, which owns the cache, outlives this call.
+                let local = unsafe { home.local() };
+                inner.count_for(Some(local), |c| &c.evicted, 1);
+                inner.count_for(Some(local), |c| &c.dropped, 1);
+                drop(buf);
+                return;
+            }
+        }
     }
 
     /// Indexes the calling thread's cache of bucket `b` in `pl`, its index,

@@ -217,6 +217,7 @@ impl<P: PoolHandle> Waiting<P> {
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
+                pool.hand_idle_to_waiters();
                 pool.reclaim_for(want);
                 waiters.serve(&pool.ledger);
                 continue;
