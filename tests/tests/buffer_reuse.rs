@@ -339,3 +339,46 @@ fn four_sizes_under_a_limit_keep_the_hit_ratio() {
     let s = contended(96 * KIB, &sizes, 8, 4000);
     assert!(hit_ratio(&s) >= 0.45, "hit ratio {:.3}: {s}", hit_ratio(&s));
 }
+
+/// A release while anyone waits hands the releasing thread's own idle
+/// buffer of the first waiter's bucket to that waiter (a hit), rather than
+/// evicting it and letting the waiter allocate on the bytes.
+#[test]
+fn a_release_hands_its_threads_idle_buffer_of_the_waiters_bucket() {
+    // `serve_larger(false)`: the other thread's 4 KiB acquire must not take
+    // its idle 8 KiB buffer.
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(16 * KIB)
+            .serve_larger(false)
+            .build()
+            .unwrap(),
+    );
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let other = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            drop(pool.acquire(8 * KIB)); // idle in this thread's cache
+            let held = pool.acquire(4 * KIB);
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            drop(held); // someone waits: hands over the idle 8 KiB buffer
+        })
+    };
+    ready_rx.recv().unwrap();
+    let mine = pool.acquire_owned(4 * KIB); // 16 KiB allocated
+    let mut wait: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
+    assert!(poll(&mut wait).is_pending());
+    go_tx.send(()).unwrap();
+    other.join().unwrap();
+    let Poll::Ready(Ok(got)) = poll(&mut wait) else {
+        panic!("handed the idle buffer");
+    };
+    assert_eq!(got.capacity(), 8 * KIB);
+    let s = pool.stats();
+    let b = s.buckets[1];
+    assert_eq!((b.pooled, b.non_pooled, b.evicts), (1, 1, 0), "{s}");
+    drop((got, mine));
+    assert_books_with_all_back(&pool.stats());
+}
