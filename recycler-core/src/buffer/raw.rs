@@ -102,7 +102,6 @@ impl AlignedBuf {
         Ok(())
     }
 
-    /// The first byte.
     /// Shrinks the allocation to `new_cap` bytes (at least 1, less than the
     /// capacity), keeping the first `new_cap` bytes and the alignment; on
     /// failure the allocation is unchanged.
@@ -123,6 +122,7 @@ impl AlignedBuf {
         Ok(())
     }
 
+    /// The first byte.
     #[cfg(test)]
     #[inline(always)]
     pub(crate) fn as_ptr(&self) -> *const u8 {
