@@ -137,13 +137,9 @@ fn config_errors_name_the_field() {
 #[test]
 fn releasing_bucket_keeps_its_buffers_others_are_evicted() {
     let cap = 64 * KIB;
-    // Eviction, not bucket selection: bucket 0's acquires do not take the
-    // larger idle buffers (`serve_larger`, on by default, would take them
-    // first, and evict less).
     let pool = BufferPool::builder()
         .max_capacity(16 * KIB)
         .max_idle_memory(cap)
-        .serve_larger(false)
         .build()
         .unwrap();
     // 4 KiB of bucket 0, then 56 KiB in buckets 1..=3: 60 KiB idle.
@@ -298,11 +294,8 @@ fn limit_reclaims_buffers_released_here_for_another_home() {
 
 #[test]
 fn limit_trims_idle_memory_then_fails_with_the_numbers() {
-    // `serve_larger(false)`: the 4 KiB request below frees the idle 16 KiB
-    // buffer rather than take it.
     let pool = BufferPool::builder()
         .memory_limit(32 * KIB)
-        .serve_larger(false)
         .build()
         .unwrap();
     drop(pool.acquire(16 * KIB)); // idle, in this thread's cache

@@ -392,15 +392,7 @@ fn blocking_and_async_waiters_share_one_queue() {
 
 #[test]
 fn a_release_while_anyone_waits_frees_its_threads_idle_buffers() {
-    // `serve_larger(false)`: the other thread's 4 KiB acquire must not take
-    // its idle 8 KiB buffer.
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(16 * KIB)
-            .serve_larger(false)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited(16 * KIB);
     let log = Arc::new(Mutex::new(Vec::new()));
     let (tx, rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();

@@ -260,9 +260,8 @@ fn plain_acquire_at_the_limit_is_an_overdraft_freed_when_released() {
     assert_eq!((s.buckets[0].releases, s.buckets[0].removes), (1, 1), "{s}");
     assert_eq!((s.buckets[0].idle, s.overdraft_memory), (0, 0), "{s}");
     // The next acquire of the bucket allocates (under the limit again once
-    // `held` is gone, discarded so that the acquire cannot take it instead,
-    // `serve_larger`): the overdraft was not pooled.
-    recycler_core::buffer::PooledBuf::discard(held);
+    // `held` is gone): the overdraft was not pooled.
+    drop(held);
     let again = pool.acquire(100);
     assert_eq!(pool.stats().buckets[0].non_pooled, 2);
     drop(again);

@@ -103,28 +103,59 @@ fn several_threads_each_find_their_own_grown_buffer() {
     assert_books_with_all_back(&s);
 }
 
+/// Only buckets whose buffers grew are served from a larger bucket, and
+/// only from the bucket they grew into: an idle buffer of a bucket nothing
+/// grew into is left to its own requests (a pool of mixed sizes keeps a
+/// buffer per size, rather than converge on its largest).
 #[test]
-fn the_smallest_larger_buffer_is_taken_and_returns_to_its_bucket() {
+fn only_the_bucket_a_buffer_grew_into_serves_the_smaller_requests() {
     let pool = BufferPool::new();
-    drop([
-        pool.acquire(16 * KIB),
-        pool.acquire(8 * KIB),
-        pool.acquire(64 * KIB),
-    ]);
+    drop([pool.acquire(16 * KIB), pool.acquire(64 * KIB)]);
     let a = pool.acquire(100);
-    assert_eq!(a.capacity(), 8 * KIB, "the best fit of this thread's");
-    let b = pool
-        .try_acquire_pooled(4 * KIB)
-        .expect("a larger one, pooled");
-    assert_eq!(b.capacity(), 16 * KIB);
-    let c = pool.try_acquire_pooled(60 * KIB).expect("the 64 KiB one");
-    assert!(pool.try_acquire_pooled(1).is_none(), "nothing left");
-    drop((a, b, c));
+    assert_eq!(a.capacity(), 4 * KIB, "nothing grew: allocated");
+    let mut grown = pool.acquire(8 * KIB);
+    grown.resize(30 * KIB, 0); // 8 KiB -> 32 KiB
+    drop(grown);
+    assert!(
+        pool.try_acquire_pooled(4 * KIB).is_none(),
+        "4 KiB buffers never grew"
+    );
+    let b = pool.try_acquire_pooled(8 * KIB).expect("the grown one");
+    assert_eq!(b.capacity(), 32 * KIB);
+    assert!(
+        pool.try_acquire_pooled(8 * KIB).is_none(),
+        "the 16 and 64 KiB stay"
+    );
+    drop((a, b));
     let s = pool.stats();
-    assert_eq!(s.buckets[1].idle, 1, "home to its bucket: {s}");
-    assert_eq!(s.buckets[3].idle, 1, "{s}");
-    assert_eq!(s.buckets[0].acquires, 0, "counted where it came from: {s}");
+    assert_eq!(
+        s.bucket(32 * KIB).unwrap().idle,
+        1,
+        "home to its bucket: {s}"
+    );
+    assert_eq!((s.buckets[3].idle, s.buckets[15].idle), (1, 1), "{s}");
+    assert_eq!(
+        s.bucket(32 * KIB).unwrap().pooled,
+        1,
+        "counted where it came from: {s}"
+    );
     assert_books_with_all_back(&s);
+}
+
+/// A thread's hint follows growth on growth: 4 KiB grew into 8 KiB, whose
+/// buffers grew into 32 KiB; a 4 KiB request finds the 32 KiB buffer.
+#[test]
+fn the_hint_follows_a_chain_of_growths() {
+    let pool = BufferPool::new();
+    let mut a = pool.acquire(4 * KIB);
+    a.resize(6 * KIB, 0); // 4 -> 8 KiB
+    drop(a);
+    let mut b = pool.acquire(4 * KIB); // the 8 KiB one
+    assert_eq!(b.capacity(), 8 * KIB);
+    b.resize(20 * KIB, 0); // 8 -> 20 KiB
+    drop(b);
+    assert_eq!(pool.acquire(4 * KIB).capacity(), 20 * KIB);
+    assert_books_with_all_back(&pool.stats());
 }
 
 #[test]
@@ -317,27 +348,24 @@ fn contended(limit: usize, sizes: &[usize], tasks: usize, rounds: usize) -> Buff
     s
 }
 
-/// Two sizes, four tasks, a limit of half their largest demand: the
-/// hand-over keeps three acquires in four pooled (0.749 here, before and
-/// after larger buffers served smaller waiters: in this lock-step round
-/// every 4 KiB buffer comes back when a 16 KiB request is first in the
-/// queue, and is freed; on threads, `examples/buffer_reuse.rs` measures
-/// 99 %).
+/// Two sizes, four tasks, a limit of half their largest demand: three
+/// acquires in four pooled (0.749 here, before and after larger buffers
+/// served smaller waiters: in this lock-step round every 4 KiB buffer
+/// comes back when a 16 KiB request is first in the queue, and is freed).
 #[test]
 fn two_sizes_under_a_limit_keep_the_hit_ratio() {
     let s = contended(32 * KIB, &[4 * KIB, 16 * KIB], 4, 4000);
     assert!(hit_ratio(&s) >= 0.7, "hit ratio {:.3}: {s}", hit_ratio(&s));
 }
 
-/// Four sizes, eight tasks: 0.509 here; 0.246 when a release served only
-/// a waiter of its own bucket. (Short of the 80 % target in this
-/// lock-step round; on threads, `examples/buffer_reuse.rs` measures 90 %
-/// at a 64 KiB limit: see `docs/BENCHMARKS.md`.)
+/// Four sizes, eight tasks: 0.434 here; 0.246 when a release served only
+/// a waiter of its own bucket. (Short of the 80 % target: see
+/// `docs/BENCHMARKS.md`, "Mixed sizes under a limit".)
 #[test]
 fn four_sizes_under_a_limit_keep_the_hit_ratio() {
     let sizes = [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB];
     let s = contended(96 * KIB, &sizes, 8, 4000);
-    assert!(hit_ratio(&s) >= 0.45, "hit ratio {:.3}: {s}", hit_ratio(&s));
+    assert!(hit_ratio(&s) >= 0.4, "hit ratio {:.3}: {s}", hit_ratio(&s));
 }
 
 /// A release while anyone waits hands the releasing thread's own idle
@@ -345,12 +373,9 @@ fn four_sizes_under_a_limit_keep_the_hit_ratio() {
 /// evicting it and letting the waiter allocate on the bytes.
 #[test]
 fn a_release_hands_its_threads_idle_buffer_of_the_waiters_bucket() {
-    // `serve_larger(false)`: the other thread's 4 KiB acquire must not take
-    // its idle 8 KiB buffer.
     let pool = Arc::new(
         BufferPool::builder()
             .memory_limit(16 * KIB)
-            .serve_larger(false)
             .build()
             .unwrap(),
     );

@@ -387,15 +387,17 @@ impl BufferPoolBuilder {
         self
     }
 
-    /// Whether an acquire whose bucket has no idle buffer the calling
-    /// thread reaches takes the smallest larger idle buffer from the
-    /// thread's own caches before it allocates (default on). That is how
-    /// buffers that grew are used again: a buffer acquired at 4 KiB and
-    /// grown to 20 KiB goes, on release, to the 20 KiB bucket, and the next
-    /// `acquire(4096)` on that thread takes it from there (counted as an
-    /// acquire and a hit of the 20 KiB bucket, to which it returns). Off,
-    /// every acquire gets a buffer of its own bucket, and grown buffers
-    /// serve only requests of their new size. Striped pools, which have no
+    /// Whether buffers that grew serve the acquires that made them grow
+    /// (default on). A buffer acquired at 4 KiB and grown to 20 KiB goes,
+    /// on release, to the 20 KiB bucket, and the releasing thread notes
+    /// that its 4 KiB buffers grow into that bucket; its next
+    /// `acquire(4096)` that finds the 4 KiB bucket empty takes the grown
+    /// buffer from its own 20 KiB cache before allocating (counted as an
+    /// acquire and a hit of the 20 KiB bucket, to which it returns). Only
+    /// buckets whose buffers grew are redirected, only to the bucket they
+    /// grew into, and only within the thread's own caches. Off, every
+    /// acquire gets a buffer of its own bucket, and grown buffers serve
+    /// only requests of their new size. Striped pools, which have no
     /// per-thread caches, never do it. See `docs/buffers.md`, "Buffers
     /// that grow".
     ///

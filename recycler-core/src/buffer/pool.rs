@@ -202,7 +202,8 @@ impl BufferPool {
     /// never allocates, never waits. It looks where
     /// [`acquire`](Self::acquire) looks before allocating (this thread's
     /// cache of the bucket, its inbox, the bucket's depot, then this
-    /// thread's caches of larger buckets; in striped mode, the stripes) and returns `None` if that finds nothing, or if
+    /// thread's cache of the bucket its buffers grew into, `serve_larger`;
+    /// in striped mode, the stripes) and returns `None` if that finds nothing, or if
     /// `capacity` is above `max_capacity` or below `min_capacity` (such
     /// buffers are not pooled).
     ///
@@ -233,7 +234,7 @@ impl BufferPool {
             Some((buf, home)) => (buf, home, idx as u32),
             None => match inner.take_pooled(idx) {
                 Some((buf, home)) => (buf, home, idx as u32),
-                None => inner.pop_larger(idx)?,
+                None => inner.take_grown(idx)?,
             },
         };
         Some(PooledBuf::new(inner, buf, home, origin))

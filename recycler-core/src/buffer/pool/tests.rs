@@ -71,13 +71,11 @@ fn eviction_walks_from_start_and_skips() {
 
 #[test]
 fn over_the_cap_evicts_other_buckets_first() {
-    // Room for 4 KiB + 8 KiB + 12 KiB exactly. (`serve_larger(false)`: the
-    // second 4 KiB acquire must allocate, not take an 8 KiB buffer.)
+    // Room for 4 KiB + 8 KiB + 12 KiB exactly.
     let p = pool(
         BufferPool::builder()
             .max_capacity(4 * 4096)
-            .max_idle_memory(24 * 1024)
-            .serve_larger(false),
+            .max_idle_memory(24 * 1024),
     );
     fill(&p, &[4096, 8192, 12288], 1);
     assert_eq!(p.stats().idle_memory, 24 * 1024);
