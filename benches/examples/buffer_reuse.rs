@@ -12,7 +12,7 @@
 //! - **grow** (part 1): per round `acquire(4096)`, 20 KiB written with one
 //!   `extend_from_slice`, dropped; 200 000 rounds on each of 1 and 2
 //!   threads. The pool (`serve_larger` on, the default; and off, which is
-//!   how the pool behaved before) against `BytesMut::with_capacity(4096)`
+//!   how the pool behaved before this option) against `BytesMut::with_capacity(4096)`
 //!   and `Vec::with_capacity(4096)` grown the same way.
 //! - **burst** (part 2): 8 bursts of 256 messages, one at a time, each
 //!   acquired small (1000 bytes), grown to 4 MiB in 64 KiB writes, and
