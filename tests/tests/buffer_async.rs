@@ -699,8 +699,13 @@ fn prefill_leaves_the_memory_to_waiters() {
     let mut wait = pool.acquire_async(8 * KIB);
     assert!(poll(&mut wait, &named(0, &log)).is_pending());
     assert_eq!(pool.prefill(4 * KIB, 1).unwrap(), 0, "someone waits");
+    // Handed to the waiter, shrunk to its 8 KiB: the other 4 KiB are freed.
     drop(held);
-    assert!(poll(&mut wait, &named(0, &log)).is_ready());
+    let Poll::Ready(Ok(got)) = poll(&mut wait, &named(0, &log)) else {
+        panic!("handed the buffer");
+    };
+    assert_eq!(got.capacity(), 8 * KIB);
+    assert_eq!(pool.stats().buckets[1].pooled, 1, "a hit");
     assert_eq!(pool.prefill(4 * KIB, 4).unwrap(), 2, "8 KiB left");
 }
 
@@ -766,8 +771,12 @@ fn a_waker_that_panics_neither_reaches_the_freeing_thread_nor_strands_the_next()
     let mut second = pool.acquire_async(4 * KIB);
     assert!(poll(&mut first, &panicky).is_pending());
     assert!(poll(&mut second, &named(1, &log)).is_pending());
-    let freed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(held)));
-    assert!(freed.is_ok(), "the waker's panic reached the drop");
+    // Discarded, not released: a release would hand the whole 8 KiB buffer
+    // to the first waiter; a free serves both.
+    let freed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        recycler_core::buffer::PooledBuf::discard(held);
+    }));
+    assert!(freed.is_ok(), "the waker's panic reached the free");
     assert_eq!(*log.lock().unwrap(), [1], "the next waiter is served");
     let Poll::Ready(Ok(b)) = poll(&mut second, &named(1, &log)) else {
         panic!("granted");

@@ -174,6 +174,22 @@ impl Buf {
         crate::Recyclable::reset(self);
     }
 
+    /// Shrinks the allocation to `capacity` bytes (less than it has, at
+    /// least 1), emptying the buffer. Returns the bytes that leave the
+    /// ledger's charge, which the caller frees on the ledger; 0 if the
+    /// allocator failed (the buffer is then as it was, emptied).
+    pub(crate) fn shrink_to(&mut self, capacity: usize) -> usize {
+        debug_assert!(!self.overdrawn());
+        self.len = 0;
+        let before = self.raw.capacity();
+        if self.raw.try_shrink(capacity).is_err() {
+            return 0;
+        }
+        self.init = self.init.min(capacity);
+        self.charged = capacity;
+        before - capacity
+    }
+
     /// The allocation, for growing it. The caller keeps the ledger in step.
     pub(crate) fn raw_mut(&mut self) -> &mut AlignedBuf {
         &mut self.raw

@@ -31,6 +31,10 @@ pub(crate) struct PoolConfig {
     /// `hard_limit(true)`: `io::Write` fails at the limit, and every
     /// overdraft counts as a violation.
     pub(crate) hard_limit: bool,
+    /// `serve_larger(true)`: an acquire whose bucket has nothing for it
+    /// takes a larger idle buffer from the calling thread's caches before
+    /// it allocates.
+    pub(crate) serve_larger: bool,
 }
 
 impl PoolConfig {
@@ -46,6 +50,7 @@ impl PoolConfig {
         statistics: true,
         striped: None,
         hard_limit: false,
+        serve_larger: true,
     };
 
     /// The number of buckets.
@@ -104,7 +109,8 @@ impl fmt::Debug for BufferPoolBuilder {
     ///     format!("{builder:?}"),
     ///     "BufferPoolBuilder { bucket_step: 4096, min_capacity: 0, max_capacity: 65536, \
     ///      max_idle_memory: Some(1048576), memory_limit: None, alignment: 1, \
-    ///      max_idle_per_thread: 64, statistics: true, striped: None, hard_limit: false }"
+    ///      max_idle_per_thread: 64, statistics: true, striped: None, hard_limit: false, \
+    ///      serve_larger: true }"
     /// );
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -120,6 +126,7 @@ impl fmt::Debug for BufferPoolBuilder {
             .field("statistics", &c.statistics)
             .field("striped", &c.striped)
             .field("hard_limit", &c.hard_limit)
+            .field("serve_larger", &c.serve_larger)
             .finish()
     }
 }
@@ -377,6 +384,45 @@ impl BufferPoolBuilder {
     /// ```
     pub fn statistics(mut self, on: bool) -> Self {
         self.config.statistics = on;
+        self
+    }
+
+    /// Whether buffers that grew serve the acquires that made them grow
+    /// (default on). A buffer acquired at 4 KiB and grown to 20 KiB goes,
+    /// on release, to the 20 KiB bucket, and the releasing thread notes
+    /// that its 4 KiB buffers grow into that bucket; its next
+    /// `acquire(4096)` that finds the 4 KiB bucket empty takes the grown
+    /// buffer from its own 20 KiB cache before allocating (counted as an
+    /// acquire and a hit of the 20 KiB bucket, to which it returns). Only
+    /// buckets whose buffers grew are redirected, only to the bucket they
+    /// grew into, and only within the thread's own caches. Off, every
+    /// acquire gets a buffer of its own bucket, and grown buffers serve
+    /// only requests of their new size. Striped pools, which have no
+    /// per-thread caches, never do it. See `docs/buffers.md`, "Buffers
+    /// that grow".
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::new();
+    /// let mut buf = pool.acquire(4096);
+    /// buf.extend_from_slice(&[1; 20_000]); // grows to 20 KiB
+    /// drop(buf); // into the 20 KiB bucket
+    /// let again = pool.acquire(4096); // the grown buffer, not a new one
+    /// assert_eq!(again.capacity(), 20 * 1024);
+    /// assert_eq!(pool.stats().total().non_pooled, 1);
+    ///
+    /// let strict = BufferPool::builder().serve_larger(false).build()?;
+    /// let mut buf = strict.acquire(4096);
+    /// buf.extend_from_slice(&[1; 20_000]);
+    /// drop(buf);
+    /// assert_eq!(strict.acquire(4096).capacity(), 4096); // allocated
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn serve_larger(mut self, on: bool) -> Self {
+        self.config.serve_larger = on;
         self
     }
 

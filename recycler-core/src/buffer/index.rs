@@ -40,14 +40,23 @@ pub(crate) struct PoolLocal {
     caches: Box<[AtomicPtr<()>]>,
     /// The owner's unpublished idle bytes, under `max_idle_memory`.
     pub(crate) delta: DeltaCell,
+    /// For each bucket, the bucket its buffers last grew into on the
+    /// owner's releases ([`NO_BUCKET`] if none): where the owner's acquires
+    /// of the bucket look when it is empty (`serve_larger`). Touched only
+    /// by the owner.
+    grown_to: Box<[Cell<u32>]>,
 }
+
+/// No bucket, in [`PoolLocal`]'s `grown_to`.
+const NO_BUCKET: u32 = u32::MAX;
 
 // SAFETY: the raw pointers point into the pool (bucket caches), which
 // outlives every `PoolLocal` (they drop with it); the cells pass from one
 // owner to the next with the `Release`/`Acquire` pair of the slot list.
 unsafe impl Send for PoolLocal {}
 // SAFETY: other threads touch only `owner` and `delta`, atomics; the cells
-// are touched only by the thread whose token is in `owner`.
+// (`caches`, `grown_to`) are touched only by the thread whose token is in
+// `owner`.
 unsafe impl Sync for PoolLocal {}
 
 impl Slot for PoolLocal {
@@ -64,6 +73,22 @@ impl PoolLocal {
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             delta: DeltaCell::new(),
+            grown_to: (0..buckets).map(|_| Cell::new(NO_BUCKET)).collect(),
+        }
+    }
+
+    /// The bucket that the owner's buffers of bucket `idx` last grew into,
+    /// if any. Called by the owner only.
+    pub(crate) fn grown_to(&self, idx: usize) -> Option<usize> {
+        let to = self.grown_to.get(idx)?.get();
+        (to != NO_BUCKET).then_some(to as usize)
+    }
+
+    /// Records that a buffer of bucket `from` grew into bucket `to` and was
+    /// released by the owner. Called by the owner only.
+    pub(crate) fn set_grown_to(&self, from: usize, to: usize) {
+        if let Some(cell) = self.grown_to.get(from) {
+            cell.set(u32::try_from(to).unwrap_or(NO_BUCKET));
         }
     }
 
@@ -159,6 +184,7 @@ impl PoolInner {
                 pl.caches
                     .iter()
                     .for_each(|c| c.store(ptr::null_mut(), Ordering::Relaxed));
+                pl.grown_to.iter().for_each(|c| c.set(NO_BUCKET));
                 // SAFETY: `pl` lives in this pool's `locals`, at a fixed
                 // address, as long as the pool, and the calling thread owns
                 // it.

@@ -19,6 +19,13 @@ impl PoolInner {
     /// bucket `idx`, found through its index.
     #[inline(always)]
     pub(crate) fn pop_fast(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
+        self.pop_own(idx, self.config.statistics)
+    }
+
+    /// [`pop_fast`](Self::pop_fast), counting the hit only if `count` (a
+    /// buffer a release hands to a waiter, whose take counts the hit).
+    #[inline(always)]
+    pub(crate) fn pop_own(&self, idx: usize, count: bool) -> Option<(Box<Buf>, Home<Buf>)> {
         if idx >= self.buckets.len() {
             return None;
         }
@@ -34,7 +41,7 @@ impl PoolInner {
             let local = unsafe { local.as_ref() }?;
             // SAFETY: the calling thread owns `local`, found it open inside
             // its marked `get`, and it has nothing pending (above).
-            let (buf, aux) = unsafe { Inner::pop_local(local, self.config.statistics) }?;
+            let (buf, aux) = unsafe { Inner::pop_local(local, count) }?;
             Some((buf, aux, local))
         });
         steal::leave_get();

@@ -201,8 +201,9 @@ impl BufferPool {
     /// A pooled buffer of at least `capacity` bytes, if the pool holds one:
     /// never allocates, never waits. It looks where
     /// [`acquire`](Self::acquire) looks before allocating (this thread's
-    /// cache of the bucket, its inbox, the bucket's depot; in striped mode,
-    /// the stripes) and returns `None` if that finds nothing, or if
+    /// cache of the bucket, its inbox, the bucket's depot, then this
+    /// thread's cache of the bucket its buffers grew into, `serve_larger`;
+    /// in striped mode, the stripes) and returns `None` if that finds nothing, or if
     /// `capacity` is above `max_capacity` or below `min_capacity` (such
     /// buffers are not pooled).
     ///
@@ -229,11 +230,14 @@ impl BufferPool {
     pub fn try_acquire_pooled(&self, capacity: usize) -> Option<PooledBuf<'_>> {
         let inner = &*self.inner;
         let idx = inner.bucket_index(capacity);
-        let (buf, home) = match inner.pop_fast(idx) {
-            Some(hit) => hit,
-            None => inner.take_pooled(idx)?,
+        let (buf, home, origin) = match inner.pop_fast(idx) {
+            Some((buf, home)) => (buf, home, idx as u32),
+            None => match inner.take_pooled(idx) {
+                Some((buf, home)) => (buf, home, idx as u32),
+                None => inner.take_grown(idx)?,
+            },
         };
-        Some(PooledBuf::new(inner, buf, home, idx as u32))
+        Some(PooledBuf::new(inner, buf, home, origin))
     }
 
     /// Like [`try_acquire_pooled`](Self::try_acquire_pooled), for a pool in

@@ -102,6 +102,26 @@ impl AlignedBuf {
         Ok(())
     }
 
+    /// Shrinks the allocation to `new_cap` bytes (at least 1, less than the
+    /// capacity), keeping the first `new_cap` bytes and the alignment; on
+    /// failure the allocation is unchanged.
+    pub(crate) fn try_shrink(&mut self, new_cap: usize) -> Result<(), AcquireError> {
+        debug_assert!(new_cap > 0 && new_cap < self.cap);
+        let old = Self::layout(self.cap, self.align)?;
+        // SAFETY: `ptr` was allocated by the global allocator with `old`
+        // (`cap > new_cap > 0`, so not the dangling pointer of an empty
+        // buffer); `new_cap` is not zero and, below `cap`, fits `isize`
+        // once rounded up to `align`, as `old` did.
+        let ptr = unsafe { alloc::realloc(self.ptr.as_ptr(), old, new_cap) };
+        let ptr = NonNull::new(ptr).ok_or(AcquireError::AllocFailed {
+            requested: new_cap,
+            alignment: self.align,
+        })?;
+        self.ptr = ptr;
+        self.cap = new_cap;
+        Ok(())
+    }
+
     /// The first byte.
     #[cfg(test)]
     #[inline(always)]
@@ -179,6 +199,18 @@ mod tests {
                 assert_eq!(buf.retained_bytes(), cap);
             }
         }
+    }
+
+    #[test]
+    fn shrink_keeps_the_head_and_the_alignment() {
+        let mut buf = AlignedBuf::try_new(100_000, 4096).unwrap();
+        // SAFETY: 8 bytes fit in the allocation; a literal does not overlap it.
+        unsafe { buf.as_mut_ptr().copy_from(b"abcdefgh".as_ptr(), 8) };
+        buf.try_shrink(4096).unwrap();
+        assert_eq!((buf.capacity(), buf.as_ptr().addr() % 4096), (4096, 0));
+        // SAFETY: the first 8 bytes were written and kept.
+        let head = unsafe { std::slice::from_raw_parts(buf.as_ptr(), 8) };
+        assert_eq!(head, b"abcdefgh");
     }
 
     #[test]

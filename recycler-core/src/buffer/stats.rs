@@ -25,9 +25,14 @@ use std::fmt;
 ///   stays `in_use` in the bucket it came from until it is released. Neither
 ///   count is reported, so **`acquires == releases + in_use` holds only for
 ///   a bucket no released buffer grew into or out of** (a grown buffer
-///   released while the pool is short of memory, or by a pool that keeps
-///   nothing, is freed and counted as a release of the bucket it came from,
-///   so it leaves the identity intact).
+///   released while the pool is short of memory and freed, or released by
+///   a pool that keeps nothing, is counted as a release of the bucket it
+///   came from, so it leaves the identity intact). A buffer a release
+///   hands to a waiter of a smaller bucket, shrunk to it, moves the same
+///   way: out of its bucket, into the waiter's, released there and
+///   acquired (a hit). An acquire served by a larger bucket's buffer
+///   (`serve_larger`) is counted in that bucket, which the buffer never
+///   leaves.
 /// - Over the whole pool ([`BufferPoolStats::total`]) the moves between
 ///   buckets cancel out: `acquires == releases + in_use + outgrown`, where
 ///   `outgrown` is the number of buffers that grew past `max_capacity` and

@@ -16,13 +16,15 @@
 //! first served: a stream of small requests cannot starve a large one).
 //!
 //! A release while anyone waits hands its buffer itself to the first waiter
-//! not yet granted, if that waiter wants a buffer of the same bucket
-//! ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
+//! not yet granted, if that waiter wants a bucket's buffer no larger than
+//! it ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
-//! buffer (a pooled acquire) instead of allocating one. Otherwise the
-//! release frees its buffer, and the free serves the queue as above. So
-//! under contention at the limit, where most acquires wait, reuse goes on:
-//! without the hand-over, every acquire that waited allocated afresh.
+//! buffer (a pooled acquire) instead of allocating one. A larger buffer is
+//! shrunk to the request first, and the bytes that frees serve the waiters
+//! behind. Otherwise the release frees its buffer, and the free serves the
+//! queue as above. So under contention at the limit, where most acquires
+//! wait, reuse goes on, with several sizes too: without the hand-over,
+//! every acquire that waited allocated afresh.
 //!
 //! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth,
 //! `prefill`) are not held back by the queue: they take memory that is free,
@@ -205,12 +207,17 @@ impl<P: PoolHandle> Waiting<P> {
                     None => Wake::Thread(thread::current()),
                 };
                 let waiters = &pool.ledger.waiters;
-                let (id, want) = waiters.join(&pool.ledger, bytes, wake);
+                // A released buffer may serve a request a bucket serves;
+                // an exact-size one (oversize, or below `min_capacity`)
+                // allocates its own.
+                let handable = idx < pool.buckets.len();
+                let (id, want) = waiters.join_for(&pool.ledger, bytes, wake, handable);
                 self.queued = Some((id, bytes));
                 pool.waits_joined(idx.min(pool.buckets.len()));
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
+                pool.hand_idle_to_waiters();
                 pool.reclaim_for(want);
                 waiters.serve(&pool.ledger);
                 continue;

@@ -171,17 +171,19 @@ impl WaitQueue {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Joins the queue, at its end, for `bytes`, woken by `wake`; sets the
-    /// ledger's waiting bit if no waiter in it was still to be granted.
-    /// Returns the waiter's id and the bytes the waiters not yet granted
-    /// want, up to and including this one. The caller then serves the queue
-    /// (see [`super::wait`]).
+    /// [`join_for`](Self::join_for) a buffer (handable), for the tests.
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn join(&self, ledger: &Ledger, bytes: u64, wake: Wake) -> (u64, u64) {
         self.join_for(ledger, bytes, wake, true)
     }
 
-    /// [`join`](Self::join), for a wait that a released buffer may serve
-    /// (`handable`: one for a buffer of `bytes`) or not (a growth).
+    /// Joins the queue, at its end, for `bytes`, woken by `wake`, as a wait
+    /// that a released buffer may serve (`handable`: one for a buffer a
+    /// bucket serves) or not (a growth, an exact-size buffer); sets the
+    /// ledger's waiting bit if no waiter in it was still to be granted.
+    /// Returns the waiter's id and the bytes the waiters not yet granted
+    /// want, up to and including this one. The caller then serves the queue
+    /// (see [`super::wait`]).
     pub(crate) fn join_for(
         &self,
         ledger: &Ledger,
@@ -240,14 +242,20 @@ impl WaitQueue {
     }
 
     /// Hands `buf`, just released, to the first waiter not yet granted if
-    /// it waits for a buffer of `bytes`, the buffer's bucket capacity (no
-    /// request above `max_capacity`, which has no bucket, has that size),
-    /// and wakes it: the buffer's memory, still allocated, is its grant.
-    /// Hands `buf` back otherwise, to be freed (which serves the queue).
+    /// it waits for a buffer (it joined `handable`: a request a bucket
+    /// serves) of at most `bytes`, the buffer's capacity, and wakes it: the
+    /// buffer's memory, still allocated, is its grant, even when it is more
+    /// than the waiter asked for (the release shrinks a larger buffer to
+    /// the request first, `PoolInner::release_to_waiters`, if the
+    /// allocator can). Hands `buf` back otherwise, to be
+    /// freed (which serves the queue). Only the first waiter is looked at:
+    /// first come, first served, as with the grants of bytes.
     ///
     /// The waiter then reuses the buffer instead of allocating one on
     /// memory freed for it: under contention at the limit, releases keep
-    /// the hit ratio rather than turn every acquire into an allocation.
+    /// the hit ratio rather than turn every acquire into an allocation,
+    /// and with several sizes a larger buffer serves a smaller request
+    /// rather than be freed while that request allocates.
     /// A waker that panics is caught, as in [`serve`](Self::serve).
     pub(crate) fn hand_over(
         &self,
@@ -260,7 +268,8 @@ impl WaitQueue {
             let Some(i) = q.first_ungranted() else {
                 return Err(buf);
             };
-            if q.entries[i].bytes != bytes || !q.entries[i].handable {
+            let want = q.entries[i].bytes;
+            if want > bytes || !q.entries[i].handable {
                 return Err(buf);
             }
             q.grant(i, ledger, Some(buf))
@@ -270,6 +279,14 @@ impl WaitQueue {
             wake.wake();
         }
         Ok(())
+    }
+
+    /// The bytes the first waiter not yet granted wants, if a released
+    /// buffer may serve it (see [`hand_over`](Self::hand_over)).
+    pub(crate) fn first_handable(&self) -> Option<u64> {
+        let q = self.lock();
+        let entry = &q.entries[q.first_ungranted()?];
+        entry.handable.then_some(entry.bytes)
     }
 
     /// Looks whether waiter `id` was granted (then it leaves the queue);

@@ -103,7 +103,8 @@ fn debug_names_every_setting_and_no_private_type() {
         .max_idle_per_thread(7)
         .statistics(false)
         .striped(3)
-        .hard_limit(true);
+        .hard_limit(true)
+        .serve_larger(false);
     let text = format!("{b:?}");
     assert!(
         !text.contains("PoolConfig") && !text.contains("config"),
@@ -114,7 +115,7 @@ fn debug_names_every_setting_and_no_private_type() {
         "BufferPoolBuilder { bucket_step: 1000, min_capacity: 300, max_capacity: 8000, \
          max_idle_memory: Some(5), \
          memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false, \
-         striped: Some(3), hard_limit: true }"
+         striped: Some(3), hard_limit: true, serve_larger: false }"
     );
     // An invalid setting is shown as set: `Debug` checks nothing.
     assert!(format!("{:?}", BufferPoolBuilder::new().alignment(3)).contains("alignment: 3,"));

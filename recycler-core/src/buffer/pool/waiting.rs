@@ -11,8 +11,9 @@ impl BufferPool {
     /// and are served first come, first served: the free that makes room for
     /// the first of them reserves the memory for it and wakes it. While
     /// anyone waits, buffers released anywhere go to the waiters rather than
-    /// to a cache: handed over whole to a waiter of the same bucket, else
-    /// freed. [The buffer guide](crate::guide::buffers) has the details.
+    /// to a cache: handed to the first waiter if it covers that waiter's
+    /// request (shrunk to it if larger), else freed. [The buffer
+    /// guide](crate::guide::buffers) has the details.
     ///
     /// # Errors
     ///

@@ -1,0 +1,409 @@
+//! Buffers a server can lean on: buffers that grew are used again by the
+//! acquires that made them grow (`serve_larger`), bursts of large messages
+//! leave idle memory bounded, and under a `memory_limit` a released buffer
+//! serves the first waiter whenever it is at least as large as that
+//! waiter's request, first come, first served.
+
+mod common;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::thread;
+
+use common::assert_buffers_counted;
+use recycler_core::AcquireError;
+use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf};
+
+const KIB: usize = 1024;
+
+/// Hits over acquires, over every bucket and `oversize`.
+fn hit_ratio(s: &BufferPoolStats) -> f64 {
+    let t = s.total();
+    t.pooled as f64 / t.acquires as f64
+}
+
+/// The books: every buffer made counted once, `acquires == pooled +
+/// non_pooled` in every entry, and with every buffer back, the bytes idle
+/// are the bytes allocated, which are the idle buffers' capacities.
+fn assert_books_with_all_back(s: &BufferPoolStats) {
+    assert_buffers_counted(s);
+    for b in s.buckets.iter().chain([&s.oversize]) {
+        assert_eq!(b.acquires, b.pooled + b.non_pooled, "{b}");
+    }
+    assert_eq!(s.total().in_use, 0, "{s}");
+    let idle_bytes: u64 = s.buckets.iter().map(|b| b.idle * b.capacity as u64).sum();
+    assert_eq!(s.idle_memory, idle_bytes, "{s}");
+    assert_eq!(s.allocated_memory, idle_bytes, "{s}");
+    if s.max_idle_memory.is_some() {
+        assert_eq!(s.accounted_idle_memory, idle_bytes, "{s}");
+    }
+}
+
+/// "Acquire the first response's size and let it grow": `acquire(4096)`,
+/// 20 KiB written, dropped; over and over.
+fn grow_rounds(pool: &BufferPool, rounds: usize, chunk: usize) {
+    let body = vec![7u8; 20 * KIB];
+    for _ in 0..rounds {
+        let mut buf = pool.acquire(4096);
+        for part in body.chunks(chunk) {
+            buf.extend_from_slice(part);
+        }
+        assert_eq!(buf.len(), 20 * KIB);
+    }
+}
+
+#[test]
+fn a_grown_buffer_serves_the_acquires_that_made_it_grow() {
+    let pool = BufferPool::new();
+    grow_rounds(&pool, 1000, 20 * KIB);
+    let s = pool.stats();
+    assert!(hit_ratio(&s) >= 0.95, "{s}");
+    assert_eq!(s.total().non_pooled, 1, "one buffer, made once: {s}");
+    let grown = s.bucket(20 * KIB).unwrap();
+    assert_eq!((grown.idle, grown.pooled), (1, 999), "{s}");
+    assert_eq!(s.buckets[0].acquires, 1, "{s}");
+    assert_eq!(s.allocated_memory, 20 * KIB as u64, "{s}");
+    assert_books_with_all_back(&s);
+}
+
+#[test]
+fn written_in_small_chunks_it_doubles_and_is_found_all_the_same() {
+    let pool = BufferPool::new();
+    grow_rounds(&pool, 500, 1500); // 4 → 8 → 16 → 32 KiB
+    let s = pool.stats();
+    assert!(hit_ratio(&s) >= 0.95, "{s}");
+    assert_eq!(s.bucket(32 * KIB).unwrap().idle, 1, "{s}");
+    assert_eq!(s.allocated_memory, 32 * KIB as u64, "{s}");
+    assert_books_with_all_back(&s);
+}
+
+#[test]
+fn several_threads_each_find_their_own_grown_buffer() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_memory(1 << 20)
+            .build()
+            .unwrap(),
+    );
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let pool = Arc::clone(&pool);
+            thread::spawn(move || grow_rounds(&pool, 500, 20 * KIB))
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = pool.stats();
+    assert!(hit_ratio(&s) >= 0.95, "{s}");
+    assert!(s.total().non_pooled <= 4, "a buffer a thread: {s}");
+    assert!(s.allocated_memory <= 4 * 20 * KIB as u64, "{s}");
+    assert_books_with_all_back(&s);
+}
+
+/// Only buckets whose buffers grew are served from a larger bucket, and
+/// only from the bucket they grew into: an idle buffer of a bucket nothing
+/// grew into is left to its own requests (a pool of mixed sizes keeps a
+/// buffer per size, rather than converge on its largest).
+#[test]
+fn only_the_bucket_a_buffer_grew_into_serves_the_smaller_requests() {
+    let pool = BufferPool::new();
+    drop([pool.acquire(16 * KIB), pool.acquire(64 * KIB)]);
+    let a = pool.acquire(100);
+    assert_eq!(a.capacity(), 4 * KIB, "nothing grew: allocated");
+    let mut grown = pool.acquire(8 * KIB);
+    grown.resize(30 * KIB, 0); // 8 KiB -> 32 KiB
+    drop(grown);
+    assert!(
+        pool.try_acquire_pooled(4 * KIB).is_none(),
+        "4 KiB buffers never grew"
+    );
+    let b = pool.try_acquire_pooled(8 * KIB).expect("the grown one");
+    assert_eq!(b.capacity(), 32 * KIB);
+    assert!(
+        pool.try_acquire_pooled(8 * KIB).is_none(),
+        "the 16 and 64 KiB stay"
+    );
+    drop((a, b));
+    let s = pool.stats();
+    assert_eq!(
+        s.bucket(32 * KIB).unwrap().idle,
+        1,
+        "home to its bucket: {s}"
+    );
+    assert_eq!((s.buckets[3].idle, s.buckets[15].idle), (1, 1), "{s}");
+    assert_eq!(
+        s.bucket(32 * KIB).unwrap().pooled,
+        1,
+        "counted where it came from: {s}"
+    );
+    assert_books_with_all_back(&s);
+}
+
+/// A thread's hint follows growth on growth: 4 KiB grew into 8 KiB, whose
+/// buffers grew into 32 KiB; a 4 KiB request finds the 32 KiB buffer.
+#[test]
+fn the_hint_follows_a_chain_of_growths() {
+    let pool = BufferPool::new();
+    let mut a = pool.acquire(4 * KIB);
+    a.resize(6 * KIB, 0); // 4 -> 8 KiB
+    drop(a);
+    let mut b = pool.acquire(4 * KIB); // the 8 KiB one
+    assert_eq!(b.capacity(), 8 * KIB);
+    b.resize(20 * KIB, 0); // 8 -> 20 KiB
+    drop(b);
+    assert_eq!(pool.acquire(4 * KIB).capacity(), 20 * KIB);
+    assert_books_with_all_back(&pool.stats());
+}
+
+#[test]
+fn serve_larger_off_allocates_in_the_bucket_asked() {
+    let pool = BufferPool::builder().serve_larger(false).build().unwrap();
+    grow_rounds(&pool, 10, 20 * KIB);
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].non_pooled, 10, "every round allocates: {s}");
+    assert_eq!(s.bucket(20 * KIB).unwrap().idle, 10, "{s}");
+    assert_books_with_all_back(&s);
+}
+
+/// Part 2: a burst of large messages (acquired small, grown to 4 MiB)
+/// through a pool whose buckets reach 4 MiB, under an idle cap: each is
+/// reused by the next, and afterwards no more than the cap is idle.
+#[test]
+fn a_burst_of_large_messages_reuses_them_and_leaves_idle_memory_capped() {
+    const MIB: usize = 1 << 20;
+    let cap = 8 * MIB;
+    let pool = BufferPool::builder()
+        .bucket_step(64 * KIB)
+        .max_capacity(4 * MIB)
+        .max_idle_memory(cap)
+        .build()
+        .unwrap();
+    let chunk = vec![1u8; 64 * KIB];
+    for _ in 0..32 {
+        let mut msg = pool.acquire(1000);
+        while msg.len() < 4 * MIB {
+            msg.extend_from_slice(&chunk);
+        }
+    }
+    let s = pool.stats();
+    assert_eq!(s.total().non_pooled, 1, "one message buffer, reused: {s}");
+    assert!(s.idle_memory <= cap as u64, "{s}");
+    assert_books_with_all_back(&s);
+    // A burst held at once: 16 × 4 MiB in use, then all dropped; the idle
+    // cap keeps 8 MiB of them.
+    let held: Vec<_> = (0..16)
+        .map(|_| {
+            let mut msg = pool.acquire(1000);
+            msg.resize(4 * MIB, 0);
+            msg
+        })
+        .collect();
+    drop(held);
+    let s = pool.stats();
+    assert!(s.idle_memory <= cap as u64, "{s}");
+    assert_eq!(s.allocated_memory, s.idle_memory, "{s}");
+    assert_books_with_all_back(&s);
+    pool.trim();
+    assert_eq!(pool.stats().allocated_memory, 0);
+}
+
+/// A future polled by hand, with a waker that does nothing.
+fn poll<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    Pin::new(f).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+type Wait = Pin<Box<dyn Future<Output = Result<OwnedPooledBuf, AcquireError>> + Send>>;
+
+#[test]
+fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(24 * KIB)
+            .build()
+            .unwrap(),
+    );
+    let big = pool.acquire_owned(16 * KIB);
+    let small = pool.acquire_owned(4 * KIB);
+    let other = pool.acquire_owned(4 * KIB);
+    // The first waiter wants 8 KiB, the second 4 KiB.
+    let mut first: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
+    let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
+    assert!(poll(&mut first).is_pending());
+    assert!(poll(&mut second).is_pending());
+    // 4 KiB back: too small for the first; not handed to the second (FIFO),
+    // freed; the first still does not fit, so nobody is served.
+    drop(small);
+    assert!(poll(&mut second).is_pending(), "behind the first");
+    assert!(poll(&mut first).is_pending());
+    // 16 KiB back: handed to the first, which shrinks it to its 8 KiB; the
+    // 8 KiB that frees serve the second.
+    drop(big);
+    let Poll::Ready(Ok(a)) = poll(&mut first) else {
+        panic!("handed the buffer");
+    };
+    assert_eq!(a.capacity(), 8 * KIB);
+    let Poll::Ready(Ok(b)) = poll(&mut second) else {
+        panic!("served");
+    };
+    assert_eq!(b.capacity(), 4 * KIB);
+    let s = pool.stats();
+    assert_eq!(s.bucket(8 * KIB).unwrap().pooled, 1, "a hit: {s}");
+    assert_eq!(s.allocated_memory, 16 * KIB as u64, "{s}");
+    drop((a, b, other));
+    assert_books_with_all_back(&pool.stats());
+}
+
+#[test]
+fn what_a_larger_release_holds_beyond_the_request_serves_the_next_waiter() {
+    let pool = Arc::new(BufferPool::builder().memory_limit(8 * KIB).build().unwrap());
+    let held = pool.acquire_owned(8 * KIB);
+    let mut first: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
+    let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
+    assert!(poll(&mut first).is_pending());
+    assert!(poll(&mut second).is_pending());
+    // Handed to the first, shrunk to 4 KiB: the other 4 KiB serve the second
+    // (handed whole, it would hold them up until the first gives it back).
+    drop(held);
+    let (Poll::Ready(Ok(a)), Poll::Ready(Ok(b))) = (poll(&mut first), poll(&mut second)) else {
+        panic!("both served");
+    };
+    assert_eq!((a.capacity(), b.capacity()), (4 * KIB, 4 * KIB));
+    assert_eq!(pool.stats().buckets[0].pooled, 1, "the first a hit");
+    drop((a, b));
+    assert_books_with_all_back(&pool.stats());
+}
+
+/// An exact-size request (below `min_capacity`) is never served by a
+/// bucket's buffer: it allocates its own.
+#[test]
+fn an_exact_size_waiter_is_never_handed_a_bucket_buffer() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .min_capacity(8 * KIB)
+            .memory_limit(16 * KIB)
+            .build()
+            .unwrap(),
+    );
+    let held = pool.acquire_owned(16 * KIB);
+    let mut small: Wait = Box::pin(pool.acquire_owned_async(1000));
+    assert!(poll(&mut small).is_pending());
+    drop(held);
+    let Poll::Ready(Ok(got)) = poll(&mut small) else {
+        panic!("served");
+    };
+    assert_eq!(got.capacity(), 1000, "exact, not the released 16 KiB");
+    drop(got);
+    assert_books_with_all_back(&pool.stats());
+}
+
+/// Part 3, deterministic: `tasks` futures, polled round-robin, each
+/// acquiring a buffer of the next of `sizes` with `acquire_owned_async`,
+/// holding it for `hold` rounds, and dropping it; the total demand is
+/// above the limit, so most acquires wait. Returns the stats.
+fn contended(limit: usize, sizes: &[usize], tasks: usize, rounds: usize) -> BufferPoolStats {
+    enum State {
+        Idle,
+        Waiting(Wait),
+        Holding(OwnedPooledBuf, usize),
+    }
+    let pool = Arc::new(BufferPool::builder().memory_limit(limit).build().unwrap());
+    let mut states: Vec<State> = (0..tasks).map(|_| State::Idle).collect();
+    let mut next = 0usize;
+    let mut waits = 0u64;
+    for round in 0..rounds {
+        for (t, state) in states.iter_mut().enumerate() {
+            *state = match std::mem::replace(state, State::Idle) {
+                State::Idle => {
+                    let size = sizes[next % sizes.len()];
+                    next += 1;
+                    let mut wait: Wait = Box::pin(pool.acquire_owned_async(size));
+                    match poll(&mut wait) {
+                        Poll::Ready(got) => State::Holding(got.unwrap(), 1 + (t + round) % 3),
+                        Poll::Pending => {
+                            waits += 1;
+                            State::Waiting(wait)
+                        }
+                    }
+                }
+                State::Waiting(mut wait) => match poll(&mut wait) {
+                    Poll::Ready(got) => State::Holding(got.unwrap(), 1 + (t + round) % 3),
+                    Poll::Pending => State::Waiting(wait),
+                },
+                State::Holding(buf, 0) => {
+                    drop(buf);
+                    State::Idle
+                }
+                State::Holding(buf, left) => State::Holding(buf, left - 1),
+            };
+            assert!(pool.stats().allocated_memory <= limit as u64);
+        }
+    }
+    drop(states);
+    let s = pool.stats();
+    assert!(waits > rounds as u64 / 4, "contended: {waits} waits: {s}");
+    assert_books_with_all_back(&s);
+    s
+}
+
+/// Two sizes, four tasks, a limit of half their largest demand: three
+/// acquires in four pooled (0.749 here, before and after larger buffers
+/// served smaller waiters: in this lock-step round every 4 KiB buffer
+/// comes back when a 16 KiB request is first in the queue, and is freed).
+#[test]
+fn two_sizes_under_a_limit_keep_the_hit_ratio() {
+    let s = contended(32 * KIB, &[4 * KIB, 16 * KIB], 4, 4000);
+    assert!(hit_ratio(&s) >= 0.7, "hit ratio {:.3}: {s}", hit_ratio(&s));
+}
+
+/// Four sizes, eight tasks: 0.434 here; 0.246 when a release served only
+/// a waiter of its own bucket. (Short of the 80 % target: see
+/// `docs/BENCHMARKS.md`, "Mixed sizes under a limit".)
+#[test]
+fn four_sizes_under_a_limit_keep_the_hit_ratio() {
+    let sizes = [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB];
+    let s = contended(96 * KIB, &sizes, 8, 4000);
+    assert!(hit_ratio(&s) >= 0.4, "hit ratio {:.3}: {s}", hit_ratio(&s));
+}
+
+/// A wait whose memory idles in another thread's cache, that thread alive
+/// and blocked: the wait, as it joins, frees that idle buffer (taking it
+/// from the thread's cache, `steal.rs`) and is served at once. (Before
+/// other threads' caches were reachable, it waited for that thread's next
+/// release, which handed the idle buffer over.)
+#[test]
+fn a_wait_is_served_from_another_threads_idle_buffer_at_once() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(16 * KIB)
+            .build()
+            .unwrap(),
+    );
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let other = {
+        let pool = Arc::clone(&pool);
+        thread::spawn(move || {
+            drop(pool.acquire(8 * KIB)); // idle in this thread's cache
+            let held = pool.acquire(4 * KIB);
+            ready_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            drop(held);
+        })
+    };
+    ready_rx.recv().unwrap();
+    let mine = pool.acquire_owned(4 * KIB); // 16 KiB allocated
+    let mut wait: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
+    let Poll::Ready(Ok(got)) = poll(&mut wait) else {
+        panic!("the other thread's idle 8 KiB were freed for the wait");
+    };
+    assert_eq!(got.capacity(), 8 * KIB);
+    let s = pool.stats();
+    assert!(s.allocated_memory <= 16 * KIB as u64, "{s}");
+    go_tx.send(()).unwrap();
+    other.join().unwrap();
+    drop((got, mine));
+    assert_books_with_all_back(&pool.stats());
+}
