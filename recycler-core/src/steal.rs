@@ -66,7 +66,7 @@ use std::ptr;
 
 use self::gate::{CLOSED, now_ns, wait_quiet};
 use crate::cache::{Local, Rest};
-use crate::handoff::Entry;
+use crate::handoff::{Entry, MAX_PENDING_HOMES};
 use crate::inbox::Batch;
 use crate::loom::Ordering;
 use crate::recyclable::Recyclable;
@@ -83,32 +83,44 @@ pub(crate) enum Take {
     Pending,
 }
 
-/// What a taker took.
+/// What a taker took from one cache, handed to its sink once the cache's
+/// lock is released. Nothing here allocates: a cache holds at most
+/// [`MAX_PENDING_HOMES`] pending batches, and its idle objects come in the
+/// batch's own vector.
 pub(crate) struct Taken<T> {
-    /// Idle objects, from the caches' slots and batches.
+    /// Idle objects, from the cache's batch (and slot).
     pub(crate) idle: Batch<T>,
-    /// Batches released on the quiet threads for other homes, to send.
-    pub(crate) pending: Vec<Entry<T>>,
-    /// Caches whose owner stayed inside an operation, left as they were.
-    pub(crate) skipped: usize,
+    /// Batches released on that thread for other homes, to send.
+    pub(crate) pending: [Option<Entry<T>>; MAX_PENDING_HOMES],
 }
 
-/// Takes from `local` what `take` says, into `taken`; its hot slot only if
-/// `slots` (a buffer pool's cache), or if the calling thread owns it.
+impl<T> Taken<T> {
+    fn new() -> Self {
+        Self {
+            idle: Vec::new(),
+            pending: std::array::from_fn(|_| None),
+        }
+    }
+}
+
+/// Takes from `local` what `take` says; its hot slot only if `slots` (a
+/// buffer pool's cache), or if the calling thread owns it.
 ///
 /// # Safety
 ///
 /// The calling thread holds `local`'s lock, and the owner of `local` is
 /// outside every operation that works on it without that lock (a plain
 /// recycler's owner may be using its slot, which is then left alone).
-unsafe fn take_locked<T>(local: &Local<T>, take: Take, slots: bool, taken: &mut Taken<T>) {
+unsafe fn take_locked<T>(local: &Local<T>, take: Take, slots: bool) -> Taken<T> {
+    let mut taken = Taken::new();
     let take_rest = |c: &mut Rest<T>, taken: &mut Taken<T>| {
         if take == Take::All {
-            taken.idle.append(&mut c.take_batch());
+            taken.idle = c.take_batch();
         }
-        while let Some(entry) = c.pending.pop() {
-            taken.pending.push(entry);
+        for entry in &mut taken.pending {
+            *entry = c.pending.pop();
         }
+        debug_assert!(c.pending.is_empty());
     };
     let own = local.is_owned_by(registry::current());
     if take == Take::All && (slots || own) {
@@ -116,79 +128,98 @@ unsafe fn take_locked<T>(local: &Local<T>, take: Take, slots: bool, taken: &mut 
         // or reached only under this protocol; the closure runs no user code.
         unsafe {
             local.with_cache_unchecked(|c| {
-                take_rest(c, taken);
+                take_rest(c, &mut taken);
                 taken.idle.extend(c.slot.take());
             });
         }
     } else {
         // SAFETY: the caller's guarantee; the closure runs no user code.
-        unsafe { local.with_rest_unchecked(|c| take_rest(c, taken)) };
+        unsafe { local.with_rest_unchecked(|c| take_rest(c, &mut taken)) };
     }
     local.pending_since.clear();
+    taken
 }
 
+/// How many caches a taker shuts before one heavy fence (a fixed array, so
+/// that taking allocates nothing).
+const CHUNK: usize = 16;
+
 /// Takes from each of `caches` owned by a live thread what `take` says
-/// (see the module docs); from `me`'s own caches directly, under their
-/// locks.
+/// (see the module docs), from `me`'s own caches directly under their
+/// locks, and hands what it took from each cache to `sink`, with no lock
+/// held. Returns how many caches it skipped, their owner staying inside an
+/// operation. One heavy fence per [`CHUNK`] caches shut; nothing allocated.
 pub(crate) fn take_from<'a, T: 'a>(
     caches: impl Iterator<Item = &'a Local<T>>,
     me: Token,
     take: Take,
     slots: bool,
-) -> Taken<T> {
-    let mut taken = Taken {
-        idle: Vec::new(),
-        pending: Vec::new(),
-        skipped: 0,
-    };
-    let mut shut: Vec<(&Local<T>, *const Marks)> = Vec::new();
-    for local in caches {
-        let mut state = local.gate.lock();
-        let owner = Slot::owner(local);
-        let word = owner.load(Ordering::Relaxed);
-        let token = word & !(TOKEN_STEP - 1);
-        if token == NOBODY {
+    mut sink: impl FnMut(Taken<T>),
+) -> usize {
+    let mut skipped = 0;
+    let mut caches = caches.peekable();
+    while caches.peek().is_some() {
+        let mut shut: [Option<(&Local<T>, *const Marks)>; CHUNK] = [None; CHUNK];
+        let mut n = 0;
+        while n < CHUNK {
+            let Some(local) = caches.next() else { break };
+            let mut state = local.gate.lock();
+            let owner = Slot::owner(local);
+            let word = owner.load(Ordering::Relaxed);
+            let token = word & !(TOKEN_STEP - 1);
+            if token == NOBODY {
+                continue;
+            }
+            if token == me || state.marks.is_null() || state.sealed {
+                // The calling thread's own cache (it is not inside an
+                // operation on it: no owner path calls a taker), one never
+                // opened since it was claimed, or one shut and its owner
+                // seen quiet since: its owner takes this lock for every
+                // other access.
+                // SAFETY: as below, the lock held.
+                let taken = unsafe { take_locked(local, take, slots) };
+                drop(state);
+                sink(taken);
+                continue;
+            }
+            state.takers += 1;
+            owner.store(word | CLOSED, Ordering::Relaxed);
+            for way in state.ways {
+                // SAFETY: the owner is alive (it has not given the cache up:
+                // that takes this lock), and so are its hot index and the
+                // pool.
+                unsafe { way.close() };
+            }
+            shut[n] = Some((local, state.marks));
+            n += 1;
+        }
+        if n == 0 {
             continue;
         }
-        if token == me || state.marks.is_null() || state.sealed {
-            // The calling thread's own cache (it is not inside an operation
-            // on it: no owner path calls a taker), one never opened since it
-            // was claimed, or one shut and its owner seen quiet since: its
-            // owner takes this lock for every other access.
-            // SAFETY: as below, the lock held.
-            unsafe { take_locked(local, take, slots, &mut taken) };
-            continue;
+        let fenced = fence::heavy();
+        for (local, marks) in shut.into_iter().flatten() {
+            // SAFETY: counted in `takers`, so the owner cannot give the
+            // cache up, and its thread (whose marks these are) is alive.
+            let quiet = fenced && unsafe { wait_quiet(marks) };
+            let mut state = local.gate.lock();
+            let taken = if quiet {
+                state.sealed = true;
+                // SAFETY: the owner is outside every operation that could
+                // have found the cache open, and every later one finds it
+                // closed and takes this lock, which the calling thread holds.
+                Some(unsafe { take_locked(local, take, slots) })
+            } else {
+                skipped += 1;
+                None
+            };
+            state.takers -= 1;
+            drop(state);
+            if let Some(taken) = taken {
+                sink(taken);
+            }
         }
-        state.takers += 1;
-        owner.store(word | CLOSED, Ordering::Relaxed);
-        for way in state.ways {
-            // SAFETY: the owner is alive (it has not given the cache up:
-            // that takes this lock), and so are its hot index and the pool.
-            unsafe { way.close() };
-        }
-        shut.push((local, state.marks));
     }
-    if shut.is_empty() {
-        return taken;
-    }
-    let fenced = fence::heavy();
-    for (local, marks) in shut {
-        // SAFETY: counted in `takers`, so the owner cannot give the cache
-        // up, and its thread (whose marks these are) is alive.
-        let quiet = fenced && unsafe { wait_quiet(marks) };
-        let mut state = local.gate.lock();
-        if quiet {
-            // SAFETY: the owner is outside every operation that could have
-            // found the cache open, and every later one finds it closed and
-            // takes this lock, which the calling thread holds.
-            unsafe { take_locked(local, take, slots, &mut taken) };
-            state.sealed = true;
-        } else {
-            taken.skipped += 1;
-        }
-        state.takers -= 1;
-    }
-    taken
+    skipped
 }
 
 impl<T: Recyclable> Inner<T> {
@@ -198,15 +229,24 @@ impl<T: Recyclable> Inner<T> {
     /// for a home given up) and returns the idle objects. Striped mode has
     /// no caches to take from.
     pub(crate) fn take_quiet(&self) -> Batch<T> {
+        let mut idle = Vec::new();
         if self.stripes.is_some() {
-            return Vec::new();
+            return idle;
         }
         let slots = self.config.slots_reachable;
-        let taken = take_from(self.all_caches(), registry::current(), Take::All, slots);
-        for entry in taken.pending {
-            self.send_home(entry.home, entry.objs, None);
-        }
-        taken.idle
+        take_from(
+            self.all_caches(),
+            registry::current(),
+            Take::All,
+            slots,
+            |taken| {
+                idle.extend(taken.idle);
+                for entry in taken.pending.into_iter().flatten() {
+                    self.send_home(entry.home, entry.objs, None);
+                }
+            },
+        );
+        idle
     }
 }
 
@@ -215,7 +255,8 @@ impl<T: Recyclable> Inner<T> {
     /// foreign releases that have waited [`PENDING_AGE_NS`](gate::PENDING_AGE_NS) in threads not
     /// inside an operation, whoever's objects they hold, and sends them
     /// home. Returns whether one came to `mine`, the calling thread's cache
-    /// (its inbox then has it).
+    /// (its inbox then has it). Allocates nothing (a miss of a steady
+    /// stream may come here).
     pub(crate) fn take_stale_pending(&self, mine: &Local<T>) -> bool {
         if self.stripes.is_some() {
             return false;
@@ -226,17 +267,14 @@ impl<T: Recyclable> Inner<T> {
             return false;
         }
         let slots = self.config.slots_reachable;
-        let taken = take_from(
-            self.all_caches().filter(stale),
-            registry::current(),
-            Take::Pending,
-            slots,
-        );
         let mut came = false;
-        for entry in taken.pending {
-            came |= ptr::eq(entry.home.as_ptr(), mine);
-            self.send_home(entry.home, entry.objs, Some(mine));
-        }
+        let caches = self.all_caches().filter(stale);
+        take_from(caches, registry::current(), Take::Pending, slots, |taken| {
+            for entry in taken.pending.into_iter().flatten() {
+                came |= ptr::eq(entry.home.as_ptr(), mine);
+                self.send_home(entry.home, entry.objs, Some(mine));
+            }
+        });
         came
     }
 }

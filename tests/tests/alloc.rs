@@ -81,57 +81,95 @@ fn owner_path_allocates_nothing() {
     }
 }
 
+/// Calls `f` until it returns something, yielding in between.
+fn spin<R>(mut f: impl FnMut() -> Option<R>) -> R {
+    loop {
+        if let Some(r) = f() {
+            return r;
+        }
+        thread::yield_now();
+    }
+}
+
+/// Runs the handoff once on a fresh pool and returns the allocations of
+/// the producer and of the consumer in its second half, and the stats.
+fn handoff_second_half(striped: bool) -> ((u64, u64), String) {
+    let pool = pool(striped);
+    const ROUNDS: usize = 200;
+    const PER_ROUND: usize = 256;
+    // A bounded channel allocates its slots once, here; its sends and
+    // receives allocate nothing. Neither thread ever blocks on one (it
+    // spins on `try_`), because a thread's first block on a channel
+    // registers it in the channel's waiter list, which allocates: were
+    // that first block to fall in the second half (a rare schedule), it
+    // would be counted against the pool.
+    let (tx, rx) = crossbeam_channel::bounded(PER_ROUND);
+    let (back_tx, back_rx) = crossbeam_channel::bounded::<()>(1);
+    let barrier = Arc::new(Barrier::new(2));
+    let consumer = {
+        let barrier = Arc::clone(&barrier);
+        thread::spawn(move || {
+            let mut counted = None;
+            for round in 0..ROUNDS {
+                if round == ROUNDS / 2 {
+                    counted = Some(allocs());
+                }
+                for _ in 0..PER_ROUND {
+                    let g: recycler_core::OwnedPooled<Vec<u8>> = spin(|| rx.try_recv().ok());
+                    drop(g); // a foreign release
+                }
+                spin(|| back_tx.try_send(()).ok());
+            }
+            barrier.wait();
+            allocs() - counted.unwrap()
+        })
+    };
+    let mut counted = None;
+    for round in 0..ROUNDS {
+        if round == ROUNDS / 2 {
+            counted = Some(allocs());
+        }
+        for i in 0..PER_ROUND {
+            let mut g = pool.get_owned();
+            g.push(i as u8);
+            let mut g = Some(g);
+            spin(|| match tx.try_send(g.take()?) {
+                Ok(()) => Some(()),
+                Err(e) => {
+                    g = Some(e.into_inner());
+                    None
+                }
+            });
+        }
+        spin(|| back_rx.try_recv().ok());
+    }
+    let producer = allocs() - counted.unwrap();
+    barrier.wait();
+    let consumer = consumer.join().unwrap();
+    let s = pool.stats();
+    assert!(s.hit_ratio() > 0.99, "{s}");
+    ((producer, consumer), s.to_string())
+}
+
+/// In steady state the handoff allocates nothing. A schedule can make a
+/// run's second half allocate a little (a stripe or a cache found empty
+/// while its objects are in flight: a miss calls the factory), so each
+/// mode gets three runs, and one must allocate nothing: an allocation per
+/// object, or per batch, would show in every run (25,600 objects a half).
 #[test]
 fn cross_thread_handoff_allocates_nothing() {
     for striped in [false, true] {
-        let pool = pool(striped);
-        const ROUNDS: usize = 200;
-        const PER_ROUND: usize = 256;
-        // A bounded channel allocates its slots once, here; its sends and
-        // receives allocate nothing.
-        let (tx, rx) = crossbeam_channel::bounded(PER_ROUND);
-        let (back_tx, back_rx) = crossbeam_channel::bounded::<()>(1);
-        let barrier = Arc::new(Barrier::new(2));
-        let consumer = {
-            let barrier = Arc::clone(&barrier);
-            thread::spawn(move || {
-                let mut counted = None;
-                for round in 0..ROUNDS {
-                    if round == ROUNDS / 2 {
-                        counted = Some(allocs());
-                    }
-                    for _ in 0..PER_ROUND {
-                        let g: recycler_core::OwnedPooled<Vec<u8>> = rx.recv().unwrap();
-                        drop(g); // a foreign release
-                    }
-                    back_tx.send(()).unwrap();
-                }
-                barrier.wait();
-                allocs() - counted.unwrap()
-            })
-        };
-        let mut counted = None;
-        for round in 0..ROUNDS {
-            if round == ROUNDS / 2 {
-                counted = Some(allocs());
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let (counts, stats) = handoff_second_half(striped);
+            if counts == (0, 0) {
+                break;
             }
-            for i in 0..PER_ROUND {
-                let mut g = pool.get_owned();
-                g.push(i as u8);
-                tx.send(g).unwrap();
-            }
-            back_rx.recv().unwrap();
+            runs.push((counts, stats));
         }
-        let producer = allocs() - counted.unwrap();
-        barrier.wait();
-        let consumer = consumer.join().unwrap();
-        assert_eq!(
-            (producer, consumer),
-            (0, 0),
-            "striped {striped}: allocations in the second half: {}",
-            pool.stats()
+        assert!(
+            runs.len() < 3,
+            "striped {striped}: (producer, consumer) allocations in every run's second half: {runs:?}"
         );
-        let s = pool.stats();
-        assert!(s.hit_ratio() > 0.99, "{s}");
     }
 }
