@@ -179,9 +179,18 @@ impl<T: Recyclable> Inner<T> {
                 }
             })
         };
+        Self::pushed(local, rest, true)
+    }
+
+    /// The end of a push: `Ok` and the release counted (if `count`) when
+    /// `rest` is `None`, else `rest` handed back.
+    #[inline(always)]
+    fn pushed(local: &Local<T>, rest: Option<Box<T>>, count: bool) -> Result<(), Box<T>> {
         match rest {
             None => {
-                Counters::add_owned(&local.counters.released_local, 1);
+                if count {
+                    Counters::add_owned(&local.counters.released_local, 1);
+                }
                 Ok(())
             }
             Some(obj) => Err(obj),
@@ -230,15 +239,7 @@ impl<T: Recyclable> Inner<T> {
                 }
             })
         };
-        match rest {
-            None => {
-                if count {
-                    Counters::add_owned(&local.counters.released_local, 1);
-                }
-                Ok(())
-            }
-            Some(obj) => Err(obj),
-        }
+        Self::pushed(local, rest, count)
     }
 
     /// Takes an idle object from `local` (its slot, else its batch),

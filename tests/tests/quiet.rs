@@ -29,6 +29,16 @@ fn park_after(work: impl FnOnce() + Send + 'static) -> impl FnOnce() {
     }
 }
 
+/// A buffer pool with a 64 KiB memory limit.
+fn limited_64k() -> Arc<BufferPool> {
+    Arc::new(
+        BufferPool::builder()
+            .memory_limit(64 << 10)
+            .build()
+            .unwrap(),
+    )
+}
+
 #[test]
 fn trim_frees_what_a_parked_thread_keeps() {
     let pool: Arc<Recycler<Vec<u8>>> = Arc::new(Recycler::new());
@@ -97,12 +107,7 @@ fn buffer_trim_frees_a_parked_threads_buffers() {
 fn a_waiter_at_the_limit_is_served_from_a_parked_threads_cache() {
     // The whole limit idles in a parked thread's cache, in 16 KiB buffers;
     // a 64 KiB acquire on another thread is served by freeing them.
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(64 << 10)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited_64k();
     let worker = Arc::clone(&pool);
     let resume = park_after(move || {
         let held: Vec<_> = (0..4).map(|_| worker.acquire(16 << 10)).collect();
@@ -126,12 +131,7 @@ fn a_waiter_at_the_limit_is_served_from_a_parked_threads_cache() {
 
 #[test]
 fn waiters_on_many_threads_are_served_while_a_parked_thread_holds_the_limit() {
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(64 << 10)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited_64k();
     let worker = Arc::clone(&pool);
     let resume = park_after(move || {
         let held: Vec<_> = [4, 8, 16, 32]
