@@ -41,6 +41,24 @@ macro_rules! const_thread_local {
 
 pub(crate) use const_thread_local;
 
+/// A `const fn` with `std`, a plain `fn` with loom, whose atomics' `new` is
+/// not `const`: for the thread-locals' initializers.
+#[cfg(not(loom))]
+macro_rules! maybe_const_fn {
+    ($vis:vis fn $name:ident() -> $ret:ty $body:block) => {
+        $vis const fn $name() -> $ret $body
+    };
+}
+
+#[cfg(loom)]
+macro_rules! maybe_const_fn {
+    ($vis:vis fn $name:ident() -> $ret:ty $body:block) => {
+        $vis fn $name() -> $ret $body
+    };
+}
+
+pub(crate) use maybe_const_fn;
+
 #[cfg(not(loom))]
 pub(crate) use self::std_impl::*;
 

@@ -48,14 +48,15 @@ impl<T: Recyclable> Inner<T> {
         // The hot slot first, with no mark: only its owner ever touches a
         // plain recycler's slot (see `crate::steal`).
         // SAFETY: the calling thread owns `local`, of a plain recycler (a
-        // buffer pool's caches are never indexed under a recycler's id);
+        // buffer pool never gets from its buckets' recyclers through here:
+        // its owner paths are `buffer::owner`, which mark the slot too);
         // `take` runs no user code.
         let popped = match unsafe { local.with_slot_unchecked(Option::take) } {
             Some(obj) => Some((obj, local)),
             None => {
                 // The batch, which another thread may be taking: marked,
                 // and the gate read again inside the mark.
-                steal::enter_get();
+                steal::enter();
                 let popped = registry::hot(self.id, self.hot_slot).and_then(|_| {
                     // SAFETY: the calling thread owns `local` and found it
                     // open inside its marked `get`; `pop_batch` runs no user
@@ -63,7 +64,7 @@ impl<T: Recyclable> Inner<T> {
                     let obj = unsafe { local.with_rest_unchecked(Rest::pop_batch) }?;
                     Some((obj, local))
                 });
-                steal::leave_get();
+                steal::leave();
                 popped
             }
         };

@@ -44,7 +44,7 @@ use std::cell::{Cell, RefCell};
 use std::ptr::{self, NonNull};
 
 use crate::loom::process::AtomicU64 as ProcessCounter;
-use crate::loom::{AtomicPtr, AtomicU64, Ordering, Weak, const_thread_local};
+use crate::loom::{AtomicPtr, AtomicU64, Ordering, Weak, const_thread_local, maybe_const_fn};
 
 /// The identity of a thread, as seen by the caches it owns.
 pub(crate) type Token = u64;
@@ -137,7 +137,7 @@ impl ExitHooks {
         // and `get` finds no cache in the hot index.
         let token = self.token.replace(EXITED);
         let _ = THREAD.try_with(|t| t.token.set(EXITED));
-        let _ = HOT.try_with(|hot| hot.iter().for_each(HotEntry::clear));
+        let _ = HOT.try_with(|hot| hot.iter().for_each(HotEntry::close));
         let hooks = self.hooks.take();
         // Phase one: every index of this thread forgets its caches before
         // any cache is given up (see `ExitFlush`). Each recycler is kept
@@ -199,24 +199,13 @@ pub(crate) struct HotEntry {
 }
 
 impl HotEntry {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        Self {
-            key: AtomicU64::new(0),
-            local: AtomicPtr::new(ptr::null_mut()),
+    maybe_const_fn! {
+        fn new() -> Self {
+            Self {
+                key: AtomicU64::new(0),
+                local: AtomicPtr::new(ptr::null_mut()),
+            }
         }
-    }
-
-    #[cfg(loom)]
-    fn new() -> Self {
-        Self {
-            key: AtomicU64::new(0),
-            local: AtomicPtr::new(ptr::null_mut()),
-        }
-    }
-
-    fn clear(&self) {
-        self.key.store(0, Ordering::Relaxed);
     }
 
     /// Sets the entry to (`key`, `local`): the pointer first, so that a key
@@ -227,35 +216,25 @@ impl HotEntry {
         self.key.store(key, Ordering::Relaxed);
     }
 
-    /// Closes the entry, from any thread: the owner's next lookup misses.
+    /// Empties the entry, from any thread: the owner's next lookup misses.
     pub(crate) fn close(&self) {
-        self.clear();
+        self.key.store(0, Ordering::Relaxed);
     }
 }
 
-/// The marks other threads read to tell whether the calling thread is
+/// The mark other threads read to tell whether the calling thread is
 /// inside an owner operation (see [`crate::steal`]).
 pub(crate) struct Marks {
-    /// Non-zero inside the owner path of a `get`.
-    pub(crate) getting: AtomicU64,
-    /// Non-zero inside a release or a cache access by the owner.
-    pub(crate) releasing: AtomicU64,
+    /// Non-zero inside an owner access to a cache without its lock (a
+    /// `get`'s pop, a release's push, a slow path's access). These never
+    /// nest, so one word serves them all.
+    pub(crate) busy: AtomicU64,
 }
 
 impl Marks {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        Self {
-            getting: AtomicU64::new(0),
-            releasing: AtomicU64::new(0),
-        }
-    }
-
-    #[cfg(loom)]
-    fn new() -> Self {
-        Self {
-            getting: AtomicU64::new(0),
-            releasing: AtomicU64::new(0),
+    maybe_const_fn! {
+        fn new() -> Self {
+            Self { busy: AtomicU64::new(0) }
         }
     }
 }
@@ -270,19 +249,12 @@ struct Thread {
 }
 
 impl Thread {
-    #[cfg(not(loom))]
-    const fn new() -> Self {
-        Self {
-            token: Cell::new(UNASSIGNED),
-            marks: Marks::new(),
-        }
-    }
-
-    #[cfg(loom)]
-    fn new() -> Self {
-        Self {
-            token: Cell::new(UNASSIGNED),
-            marks: Marks::new(),
+    maybe_const_fn! {
+        fn new() -> Self {
+            Self {
+                token: Cell::new(UNASSIGNED),
+                marks: Marks::new(),
+            }
         }
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! # The protocol
 //!
-//! An asymmetric Dekker handshake. Each thread has two marks ([`Marks`]):
-//! `releasing`, set inside a release or a cache access by the owner, and
-//! `getting`, set inside the owner path of a `get`. Each cache has a
+//! An asymmetric Dekker handshake. Each thread has a mark ([`Marks`]),
+//! set inside every owner access to a cache without its lock (a `get`'s
+//! pop, a release's push on the batch, a slow path's access). Each cache
+//! has a
 //! [`Gate`](gate::Gate): its lock, the marks of its owner, and how the
 //! owner's fast paths find it (the hot-index entry or the pool's index
 //! cell, [`GetGate`](gate::GetGate)); its owner word carries [`CLOSED`]

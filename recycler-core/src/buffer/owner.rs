@@ -29,22 +29,21 @@ impl PoolInner {
         if idx >= self.buckets.len() {
             return None;
         }
-        steal::enter_get();
+        steal::enter();
         let popped = self.pool_local().and_then(|bound| {
             // SAFETY: `idx` is a bucket (checked above).
             let local = unsafe { bound.cache(idx) };
-            // SAFETY: a non-null cell is a cache of this bucket that the
-            // owner of the index (the calling thread, checked by
-            // `pool_local`) claimed, owns and has open, with no releases
-            // pending (see the index's docs); caches live as long as their
-            // recycler.
+            // SAFETY: a non-null cell is an open cache of this bucket that
+            // the index's owner (the calling thread, per `pool_local`) owns,
+            // with nothing pending (the index's docs); caches live as long as
+            // their recycler.
             let local = unsafe { local.as_ref() }?;
             // SAFETY: the calling thread owns `local`, found it open inside
             // its marked `get`, and it has nothing pending (above).
             let (buf, aux) = unsafe { Inner::pop_local(local, count) }?;
             Some((buf, aux, local))
         });
-        steal::leave_get();
+        steal::leave();
         let (mut buf, aux, local) = popped?;
         Buf::reset(&mut buf);
         if let Some(acct) = &self.idle {
@@ -103,17 +102,19 @@ impl PoolInner {
     /// Pushes `buf`, of bucket `idx`, onto `local`, owned by the calling
     /// thread, which found it open inside its marked operation
     /// ([`crate::steal`]). Touches neither the bucket nor the buffer.
+    ///
+    /// `local`'s capacity is at least 1: with 0, every buffer is homed at
+    /// the bucket's discard cache, which no thread owns, so the ownership
+    /// compare fails (fresh ones by `Inner::made`, handed ones by
+    /// `take_handed`; a grown buffer is never adopted but freed, by
+    /// `release_slow`).
     #[inline(always)]
     fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
         let count = self.config.statistics;
         match &self.idle {
-            // SAFETY: the caller checked that this thread owns `local`, a
-            // cache of bucket `idx` (capacity at least 1: with 0, every
-            // buffer is homed at the bucket's discard cache, which no thread
-            // owns, so the ownership compare fails: fresh ones by
-            // `Inner::made`, handed ones by `take_handed`, and a grown
-            // buffer is never adopted but freed, by `release_slow`); the
-            // check runs no code that touches the cache.
+            // SAFETY: the calling thread owns `local` (capacity at least 1,
+            // above), open, inside its marked operation; the check runs no
+            // code that touches the cache.
             None => unsafe { Inner::push_local(local, buf, count, |_| true) },
             Some(acct) => {
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;

@@ -17,18 +17,14 @@ use crate::registry::{self, HotEntry, Marks, NOBODY};
 pub(crate) const CLOSED: u64 = 4;
 
 /// Enters an owner operation that may work on the calling thread's caches
-/// without their locks (a release's push on the batch, a cache access of a
-/// slow path): marks it and fences. Such operations run no user code, so
-/// they never nest.
+/// without their locks (a `get`'s pop, a release's push on the batch, a
+/// slow path's cache access): marks it and fences. Such operations run no
+/// user code, so they never nest.
 #[inline(always)]
 pub(crate) fn enter() {
     let _ = registry::with_marks(|m| {
-        debug_assert_eq!(
-            m.releasing.load(Ordering::Relaxed),
-            0,
-            "nested owner operations"
-        );
-        m.releasing.store(1, Ordering::Relaxed);
+        debug_assert_eq!(m.busy.load(Ordering::Relaxed), 0, "nested owner operations");
+        m.busy.store(1, Ordering::Relaxed);
     });
     fence::light();
 }
@@ -37,22 +33,7 @@ pub(crate) fn enter() {
 /// mark clear sees the operation's writes).
 #[inline(always)]
 pub(crate) fn leave() {
-    let _ = registry::with_marks(|m| m.releasing.store(0, Ordering::Release));
-}
-
-/// Enters the owner path of a `get` (see the module docs). A `get` runs no
-/// user code inside, so it never nests in itself or holds a nested
-/// operation.
-#[inline(always)]
-pub(crate) fn enter_get() {
-    let _ = registry::with_marks(|m| m.getting.store(1, Ordering::Relaxed));
-    fence::light();
-}
-
-/// Leaves the owner path of a `get` (`Release`, as [`leave`]).
-#[inline(always)]
-pub(crate) fn leave_get() {
-    let _ = registry::with_marks(|m| m.getting.store(0, Ordering::Release));
+    let _ = registry::with_marks(|m| m.busy.store(0, Ordering::Release));
 }
 
 /// Whether the thread with `marks` is inside an owner operation.
@@ -63,7 +44,7 @@ pub(crate) fn leave_get() {
 pub(crate) unsafe fn busy(marks: *const Marks) -> bool {
     // SAFETY: the caller's guarantee.
     let marks = unsafe { &*marks };
-    marks.releasing.load(Ordering::Acquire) != 0 || marks.getting.load(Ordering::Acquire) != 0
+    marks.busy.load(Ordering::Acquire) != 0
 }
 
 /// How long a taker waits for an owner to leave its operation: spins, then
