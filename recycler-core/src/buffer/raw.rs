@@ -93,6 +93,13 @@ impl AlignedBuf {
             // (checked by `Layout::from_size_align` above).
             unsafe { alloc::realloc(self.ptr.as_ptr(), old, new_cap) }
         };
+        self.adopt(ptr, new_cap)
+    }
+
+    /// Takes `ptr`, the allocation of `new_cap` bytes an (re)allocation
+    /// returned, as the buffer's; a null `ptr` is the allocator's failure,
+    /// and leaves the buffer as it was.
+    fn adopt(&mut self, ptr: *mut u8, new_cap: usize) -> Result<(), AcquireError> {
         let ptr = NonNull::new(ptr).ok_or(AcquireError::AllocFailed {
             requested: new_cap,
             alignment: self.align,
@@ -113,13 +120,7 @@ impl AlignedBuf {
         // buffer); `new_cap` is not zero and, below `cap`, fits `isize`
         // once rounded up to `align`, as `old` did.
         let ptr = unsafe { alloc::realloc(self.ptr.as_ptr(), old, new_cap) };
-        let ptr = NonNull::new(ptr).ok_or(AcquireError::AllocFailed {
-            requested: new_cap,
-            alignment: self.align,
-        })?;
-        self.ptr = ptr;
-        self.cap = new_cap;
-        Ok(())
+        self.adopt(ptr, new_cap)
     }
 
     /// The first byte.
