@@ -356,6 +356,19 @@ impl<T: Recyclable> Inner<T> {
         Some(local)
     }
 
+    /// Whether `local`, the calling thread's cache, is open to the owner
+    /// paths and indexed under this recycler's plain key (no releases
+    /// pending): what [`open_hot`](Self::open_hot) would leave, so it need
+    /// not run. A taker shuts the cache by setting `CLOSED` and clearing
+    /// the entry, so either shows here; one shutting it after this read is
+    /// met by the owner's marked access, as on the fast path.
+    #[inline]
+    pub(crate) fn is_open_hot(&self, local: &Local<T>) -> bool {
+        local.owner_word() & CLOSED == 0
+            && registry::hot(self.hot_key, self.hot_slot)
+                .is_some_and(|p| ptr::eq(p.as_ptr().cast_const(), ptr::from_ref(local).cast()))
+    }
+
     /// Opens `local` to the owner paths, its fast `get` finding it through
     /// the calling thread's hot-index entry (under the marked key while
     /// releases are pending), unless a thread is taking its contents.

@@ -65,14 +65,23 @@ impl<T: Recyclable> Inner<T> {
             Counters::add_shared(&self.shared.hits, 1);
             return Some((obj, self.home(None, false)));
         };
-        self.flush_pending(local);
-        // Nothing pending now: the owner path may find the cache again.
-        // (`flush_pending` pops until `pending` is empty, so a release that
-        // a `Drop` run by the flush adds is sent by the same loop; and a
-        // `get` nested in such a `Drop` sets the plain key itself only once
-        // its own flush has emptied `pending`.)
-        // SAFETY: the calling thread owns `local`, a cache of this recycler.
-        unsafe { self.open_hot(local) };
+        // A cache open and indexed under the plain key has nothing pending
+        // (a first pending release marks the key; `open` indexes under the
+        // marked key while any is): then there is nothing to send and
+        // nothing to open, which takes the gate's lock. So the gets of a
+        // recycler with an idle-memory cap, which always come here, skip
+        // both.
+        if !self.is_open_hot(local) {
+            self.flush_pending(local);
+            // Nothing pending now: the owner path may find the cache again.
+            // (`flush_pending` pops until `pending` is empty, so a release
+            // that a `Drop` run by the flush adds is sent by the same loop;
+            // and a `get` nested in such a `Drop` sets the plain key itself
+            // only once its own flush has emptied `pending`.)
+            // SAFETY: the calling thread owns `local`, a cache of this
+            // recycler.
+            unsafe { self.open_hot(local) };
+        }
         // SAFETY: the calling thread owns `local`; the closure runs no user
         // code.
         let take = || unsafe { local.with_cache(|c| c.pop()) };

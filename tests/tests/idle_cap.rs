@@ -245,3 +245,63 @@ fn a_panicking_retained_bytes_on_get_counts_the_object_dropped() {
     assert_eq!((s.in_use, s.idle, s.created), (0, 1, 2), "{s}");
     assert_conserved(&pool, &counts, 0);
 }
+
+/// The pipeline of the guide's "Memory: the one setting to know", in
+/// lock-step rounds so that it does not depend on timing: a producer fills
+/// 256 messages a round and sends them to a consumer, which drops them
+/// (foreign releases) before the next round. One round in eight is a burst
+/// of 64 KiB payloads, the others 512 bytes. With the defaults every
+/// message in circulation keeps a burst's capacity for ever; under
+/// `max_idle_bytes` what the idle ones keep stays within the cap's bound.
+#[test]
+fn a_pipeline_keeps_its_bursts_large_unless_capped() {
+    const WINDOW: usize = 256;
+    const LARGE: usize = 64 * 1024;
+    const CAP: usize = 1 << 20;
+    fn run(pool: Arc<Recycler<Message>>) -> (usize, u64) {
+        let (tx, rx) = crossbeam_channel::bounded::<Option<_>>(WINDOW + 1);
+        let (ack_tx, ack_rx) = crossbeam_channel::bounded::<()>(1);
+        let consumer = thread::spawn(move || {
+            while let Ok(msg) = rx.recv() {
+                match msg {
+                    Some(m) => drop(m),
+                    None => ack_tx.send(()).unwrap(),
+                }
+            }
+        });
+        let body = vec![7u8; LARGE];
+        for round in 0..32 {
+            let len = if round % 8 == 3 { LARGE } else { 512 };
+            for _ in 0..WINDOW {
+                let mut m = pool.get_owned();
+                m.topic.push_str("orders");
+                m.payload.extend_from_slice(&body[..len]);
+                tx.send(Some(m)).unwrap();
+            }
+            tx.send(None).unwrap();
+            ack_rx.recv().unwrap();
+        }
+        drop(tx);
+        consumer.join().unwrap();
+        drain_bytes(&pool)
+    }
+    let defaults = Arc::new(Recycler::new());
+    let (n, kept) = run(Arc::clone(&defaults));
+    assert!(
+        kept >= (WINDOW * LARGE) as u64,
+        "the defaults keep every burst's message whole: {kept} bytes in {n}: {}",
+        defaults.stats()
+    );
+    let capped = Arc::new(
+        Recycler::<Message>::builder()
+            .max_idle_bytes(CAP)
+            .build()
+            .unwrap(),
+    );
+    let (_, kept) = run(Arc::clone(&capped));
+    // The bound of `idle.rs` with two releasing threads (the consumer, and
+    // the producer, whose batches come home): cap + threshold + one object.
+    let bound = (CAP + CAP / 8 + LARGE + 64) as u64;
+    assert!(kept <= bound, "{kept} > {bound}: {}", capped.stats());
+    assert!(capped.stats().dropped > 0, "{}", capped.stats());
+}
