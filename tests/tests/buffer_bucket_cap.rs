@@ -114,6 +114,20 @@ fn zero_keeps_nothing_idle() {
 }
 
 #[test]
+fn usize_max_pools_everything() {
+    let pool = BufferPool::builder()
+        .max_idle_per_thread(1000)
+        .max_idle_per_bucket(usize::MAX)
+        .build()
+        .unwrap();
+    churn(&pool, 64 * KIB, 100);
+    let s = pool.stats();
+    assert_eq!((s.buckets[15].idle, s.buckets[15].removes), (100, 0), "{s}");
+    assert_eq!(s.max_idle_per_bucket, Some(usize::MAX as u64), "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
 fn it_cannot_be_combined_with_max_idle_memory() {
     let err = BufferPool::builder()
         .max_idle_memory(1 << 20)
