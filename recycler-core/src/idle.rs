@@ -5,7 +5,11 @@
 //! idle object with [`Recyclable::retained_bytes`](crate::Recyclable), and all
 //! the buckets of a [`BufferPool`](crate::buffer::BufferPool) built with
 //! [`max_idle_memory`](crate::buffer::BufferPoolBuilder::max_idle_memory),
-//! where each idle buffer weighs its capacity.
+//! where each idle buffer weighs its capacity. Under
+//! [`max_idle_per_bucket`](crate::buffer::BufferPoolBuilder::max_idle_per_bucket)
+//! each bucket of a pool has one of its own, capping `n × capacity` bytes
+//! (`n` buffers), with `largest` the bucket's capacity; its overshoot bound
+//! below is then, in buffers, `n + (N - 1) * (max(n / 8, 2) + 1)`.
 //!
 //! # Accounting on release
 //!

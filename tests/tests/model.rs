@@ -635,6 +635,8 @@ impl fmt::Debug for BufOp {
 #[derive(Clone, Copy, Debug)]
 struct PoolSetup {
     max_idle_memory: Option<usize>,
+    /// Never with `max_idle_memory`, which it cannot be combined with.
+    max_idle_per_bucket: Option<usize>,
     memory_limit: Option<usize>,
     max_idle_per_thread: usize,
 }
@@ -642,12 +644,14 @@ struct PoolSetup {
 fn pool_setup() -> impl Strategy<Value = PoolSetup> {
     (
         prop::option::of(2 * STEP..32 * STEP),
+        prop::option::of(0..6usize),
         prop::option::of((2..24usize).prop_map(|k| k * STEP)),
         0..8usize,
     )
         .prop_map(
-            |(max_idle_memory, memory_limit, max_idle_per_thread)| PoolSetup {
+            |(max_idle_memory, per_bucket, memory_limit, max_idle_per_thread)| PoolSetup {
                 max_idle_memory,
+                max_idle_per_bucket: per_bucket.filter(|_| max_idle_memory.is_none()),
                 memory_limit,
                 max_idle_per_thread,
             },
@@ -713,6 +717,9 @@ impl PoolModel {
             .max_idle_per_thread(setup.max_idle_per_thread);
         if let Some(cap) = setup.max_idle_memory {
             b = b.max_idle_memory(cap);
+        }
+        if let Some(n) = setup.max_idle_per_bucket {
+            b = b.max_idle_per_bucket(n);
         }
         if let Some(limit) = setup.memory_limit {
             b = b.memory_limit(limit);
@@ -834,8 +841,16 @@ impl PoolModel {
             "memory: {}",
             s
         );
-        if self.setup.max_idle_memory.is_some() {
+        if self.setup.max_idle_memory.is_some() || self.setup.max_idle_per_bucket.is_some() {
             prop_assert_eq!(s.idle_memory, s.accounted_idle_memory, "counted: {}", s);
+        }
+        if let Some(n) = self.setup.max_idle_per_bucket {
+            // Two threads release: one other thread's unpublished delta
+            // (below `max(n / 8, 2)` buffers) and buffer in flight at most.
+            let bound = (n + (n / 8).max(2) + 1) as u64;
+            for b in &s.buckets {
+                prop_assert!(b.idle <= bound, "bucket idle above {}: {}", bound, s);
+            }
         }
         if let Some(limit) = self.setup.memory_limit {
             prop_assert!(s.allocated_memory <= limit as u64, "over the limit: {}", s);

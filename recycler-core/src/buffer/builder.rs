@@ -3,10 +3,7 @@
 use std::fmt;
 
 use super::pool::BufferPool;
-use super::raw::AlignedBuf;
-use crate::builder::stripe_count;
 use crate::error::ConfigError;
-use crate::striped::MAX_STRIPES;
 
 /// The most buckets a pool may have.
 pub(crate) const MAX_BUCKETS: usize = 4096;
@@ -22,6 +19,9 @@ pub(crate) struct PoolConfig {
     pub(crate) min_capacity: usize,
     pub(crate) max_capacity: usize,
     pub(crate) max_idle_memory: Option<usize>,
+    /// Idle buffers each bucket keeps across all threads, at most (plus the
+    /// documented slack).
+    pub(crate) max_idle_per_bucket: Option<usize>,
     pub(crate) memory_limit: Option<usize>,
     pub(crate) alignment: usize,
     pub(crate) max_idle_per_thread: usize,
@@ -44,6 +44,7 @@ impl PoolConfig {
         min_capacity: 0,
         max_capacity: 65536,
         max_idle_memory: None,
+        max_idle_per_bucket: None,
         memory_limit: None,
         alignment: 1,
         max_idle_per_thread: 64,
@@ -70,6 +71,7 @@ impl PoolConfig {
 /// | [`min_capacity`](Self::min_capacity) | 0 | smaller requests get an exact-size buffer that is not pooled |
 /// | [`max_capacity`](Self::max_capacity) | 65536 | capacity of the largest bucket; larger buffers are not pooled |
 /// | [`max_idle_memory`](Self::max_idle_memory) | none | cap on the bytes idle across all buckets and threads |
+/// | [`max_idle_per_bucket`](Self::max_idle_per_bucket) | none | cap on the buffers idle in one bucket across all threads |
 /// | [`memory_limit`](Self::memory_limit) | none | hard cap on all buffer memory allocated, in use and idle |
 /// | [`alignment`](Self::alignment) | 1 | alignment of every buffer's first byte |
 /// | [`max_idle_per_thread`](Self::max_idle_per_thread) | 64 | idle buffers one thread keeps per bucket |
@@ -108,7 +110,8 @@ impl fmt::Debug for BufferPoolBuilder {
     /// assert_eq!(
     ///     format!("{builder:?}"),
     ///     "BufferPoolBuilder { bucket_step: 4096, min_capacity: 0, max_capacity: 65536, \
-    ///      max_idle_memory: Some(1048576), memory_limit: None, alignment: 1, \
+    ///      max_idle_memory: Some(1048576), max_idle_per_bucket: None, memory_limit: None, \
+    ///      alignment: 1, \
     ///      max_idle_per_thread: 64, statistics: true, striped: None, hard_limit: false, \
     ///      serve_larger: true }"
     /// );
@@ -120,6 +123,7 @@ impl fmt::Debug for BufferPoolBuilder {
             .field("min_capacity", &c.min_capacity)
             .field("max_capacity", &c.max_capacity)
             .field("max_idle_memory", &c.max_idle_memory)
+            .field("max_idle_per_bucket", &c.max_idle_per_bucket)
             .field("memory_limit", &c.memory_limit)
             .field("alignment", &c.alignment)
             .field("max_idle_per_thread", &c.max_idle_per_thread)
@@ -235,6 +239,41 @@ impl BufferPoolBuilder {
     /// ```
     pub fn max_idle_memory(mut self, bytes: usize) -> Self {
         self.config.max_idle_memory = Some(bytes);
+        self
+    }
+
+    /// Caps the buffers idle in each bucket, across all threads (Jetty's
+    /// `maxBucketSize`; default: no cap). [`max_idle_per_thread`](Self::max_idle_per_thread)
+    /// still bounds each thread's cache; this bounds a bucket's caches, its
+    /// inboxes and its depot together.
+    ///
+    /// Counted on release, as [`max_idle_memory`](Self::max_idle_memory) is:
+    /// a release that would leave more than `n` buffers of its bucket idle
+    /// frees the released buffer (as Jetty does), counted in the bucket's
+    /// `removes`. Threads count in per-bucket deltas of their own, so the
+    /// cap costs no shared write per operation, and it may be exceeded by
+    /// at most `(N - 1) × (max(n / 8, 2) + 1)` buffers with `N` threads
+    /// releasing into the bucket. With one releasing thread it holds
+    /// exactly. 0 keeps nothing idle: every buffer is freed when dropped.
+    ///
+    /// It cannot be combined with `max_idle_memory` yet: [`build`](Self::build)
+    /// returns [`ConfigError::Conflict`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().max_idle_per_bucket(2).build()?;
+    /// let bufs: Vec<_> = (0..3).map(|_| pool.acquire(4096)).collect();
+    /// drop(bufs);
+    /// let s = pool.stats();
+    /// assert_eq!(s.max_idle_per_bucket, Some(2));
+    /// assert_eq!((s.buckets[0].idle, s.buckets[0].removes), (2, 1)); // the third one was freed
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn max_idle_per_bucket(mut self, n: usize) -> Self {
+        self.config.max_idle_per_bucket = Some(n);
         self
     }
 
@@ -457,94 +496,6 @@ impl BufferPoolBuilder {
         self
     }
 
-    /// Checks every setting.
-    pub(crate) fn validate(&self) -> Result<PoolConfig, ConfigError> {
-        let mut c = self.config;
-        if let Some(n) = c.striped {
-            if n > MAX_STRIPES {
-                return Err(ConfigError::TooLarge {
-                    field: "striped",
-                    value: n,
-                    max: MAX_STRIPES,
-                });
-            }
-            c.striped = Some(stripe_count(n));
-        }
-        if c.bucket_step == 0 {
-            return Err(ConfigError::Zero {
-                field: "bucket_step",
-            });
-        }
-        if c.max_capacity < c.bucket_step {
-            return Err(ConfigError::Below {
-                field: "max_capacity",
-                value: c.max_capacity,
-                other: "bucket_step",
-                other_value: c.bucket_step,
-            });
-        }
-        if !c.max_capacity.is_multiple_of(c.bucket_step) {
-            return Err(ConfigError::NotMultiple {
-                field: "max_capacity",
-                value: c.max_capacity,
-                of: "bucket_step",
-                of_value: c.bucket_step,
-            });
-        }
-        if c.max_capacity / c.bucket_step > MAX_BUCKETS {
-            return Err(ConfigError::TooLarge {
-                field: "max_capacity",
-                value: c.max_capacity,
-                max: c.bucket_step.saturating_mul(MAX_BUCKETS),
-            });
-        }
-        if !c.alignment.is_power_of_two() {
-            return Err(ConfigError::NotPowerOfTwo {
-                field: "alignment",
-                value: c.alignment,
-            });
-        }
-        if c.alignment > MAX_ALIGNMENT {
-            return Err(ConfigError::TooLarge {
-                field: "alignment",
-                value: c.alignment,
-                max: MAX_ALIGNMENT,
-            });
-        }
-        if c.min_capacity > c.max_capacity {
-            return Err(ConfigError::Below {
-                field: "max_capacity",
-                value: c.max_capacity,
-                other: "min_capacity",
-                other_value: c.min_capacity,
-            });
-        }
-        let largest = AlignedBuf::max_capacity(c.alignment);
-        if c.max_capacity > largest {
-            return Err(ConfigError::TooLarge {
-                field: "max_capacity",
-                value: c.max_capacity,
-                max: largest,
-            });
-        }
-        if let Some(limit) = c.memory_limit {
-            if limit == 0 {
-                return Err(ConfigError::Zero {
-                    field: "memory_limit",
-                });
-            }
-            if limit < c.bucket_step {
-                return Err(ConfigError::Below {
-                    field: "memory_limit",
-                    value: limit,
-                    other: "bucket_step",
-                    other_value: c.bucket_step,
-                });
-            }
-        }
-        Ok(c)
-    }
-
     /// Checks the settings and makes the pool.
     ///
     /// # Errors
@@ -553,7 +504,7 @@ impl BufferPoolBuilder {
     /// of 0; `max_capacity` below `bucket_step`, not a multiple of it, or
     /// more than 4096 buckets, or below `min_capacity`; `alignment` not a power of two or above
     /// 1 GiB; `memory_limit` of 0 or below `bucket_step`; `striped` above
-    /// 1024.
+    /// 1024; `max_idle_per_bucket` together with `max_idle_memory`.
     ///
     /// # Examples
     ///
@@ -579,6 +530,8 @@ impl Default for BufferPoolBuilder {
         Self::new()
     }
 }
+
+mod validate;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

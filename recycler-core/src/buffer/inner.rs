@@ -35,6 +35,19 @@ pub(crate) struct PoolInner {
     pub(crate) buckets: Box<[Bucket]>,
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) idle: Option<Arc<IdleAccount>>,
+    /// The account the owner paths count idle buffers in, `None` without a
+    /// cap: `max_idle_memory`'s (`idle`), or, under `max_idle_per_bucket`,
+    /// the first bucket's, standing for each bucket's own
+    /// ([`PoolInner::account_of`]). So the owner paths of a pool without a
+    /// cap make one load and one test, as they did before the bucket cap.
+    pub(crate) counted: Option<Arc<IdleAccount>>,
+    /// Under `max_idle_per_bucket`, each bucket's own account, by bucket
+    /// (empty otherwise): a cap of `n × capacity` bytes, every idle buffer
+    /// of a bucket weighing its capacity, the account the bucket's recycler
+    /// counts in. It is counted in the delta cell of the thread's cache of
+    /// the bucket (`max_idle_memory` counts in the thread's one cell in its
+    /// index, [`PoolLocal`]).
+    pub(crate) bucket_idle: Box<[Arc<IdleAccount>]>,
     /// Each thread's index of its caches.
     pub(crate) locals: SlotList<PoolLocal>,
     /// This pool, as the target of thread-exit hooks.
@@ -91,10 +104,27 @@ impl PoolInner {
             idle_decay: false,
             slots_reachable: true,
         };
-        let buckets = (0..n)
+        let mut bucket_idle = Vec::new();
+        let buckets: Box<[Bucket]> = (0..n)
             .map(|i| {
                 let capacity = (i + 1) * config.bucket_step;
-                let shared = idle.as_ref().map(|acct| (Arc::clone(acct), i));
+                // Under `max_idle_per_bucket`, an account of the bucket's own,
+                // which nothing evicts for: a release over it frees its
+                // buffer (Jetty's `maxBucketSize`). The largest buffer is
+                // the bucket's, so that a thread that takes and returns
+                // buffers in turn does not publish on every operation.
+                let own = config.max_idle_per_bucket.map(|n| {
+                    let cap = (n as u64).saturating_mul(capacity as u64);
+                    Arc::new(IdleAccount::new(cap, capacity as u64, None))
+                });
+                let shared = match (&idle, own) {
+                    (Some(acct), _) => Some((Arc::clone(acct), i)),
+                    (None, Some(own)) => {
+                        bucket_idle.push(Arc::clone(&own));
+                        Some((own, 0))
+                    }
+                    (None, None) => None,
+                };
                 Bucket {
                     capacity,
                     recycler: Recycler::from_parts(Box::new(never_called), core, shared),
@@ -103,6 +133,7 @@ impl PoolInner {
                 }
             })
             .collect();
+        let counted = idle.clone().or_else(|| bucket_idle.first().cloned());
         let step = config.bucket_step;
         Self {
             id: registry::new_key(),
@@ -111,6 +142,8 @@ impl PoolInner {
                 .then(|| step.trailing_zeros()),
             buckets,
             ledger: Arc::new(Ledger::new(config.memory_limit.map(|l| l as u64))),
+            counted,
+            bucket_idle: bucket_idle.into_boxed_slice(),
             idle,
             locals: SlotList::new(),
             exit_hook: this.clone(),
@@ -131,6 +164,26 @@ impl PoolInner {
         }
     }
 
+    /// Whether each bucket counts in an account of its own
+    /// (`max_idle_per_bucket`).
+    pub(crate) fn per_bucket(&self) -> bool {
+        !self.bucket_idle.is_empty()
+    }
+
+    /// The account that `counted`, the owner paths' account, stands for in
+    /// bucket `idx`: itself, or under `max_idle_per_bucket` the bucket's.
+    #[inline(always)]
+    pub(crate) fn account_of<'a>(
+        &'a self,
+        counted: &'a IdleAccount,
+        idx: usize,
+    ) -> &'a IdleAccount {
+        match self.bucket_idle.get(idx) {
+            Some(own) => own,
+            None => counted,
+        }
+    }
+
     /// Records `buf`, just taken, as taken at `at` (feature `track`).
     #[cfg(feature = "track")]
     pub(crate) fn track(&self, buf: &Buf, at: &'static std::panic::Location<'static>) {
@@ -146,9 +199,17 @@ impl PoolInner {
     /// The idle bytes the account has counted: published, plus every
     /// thread's delta (kept in its index, and in bucket caches the pool has
     /// not indexed).
+    ///
+    /// Under `max_idle_per_bucket`, the sum of the buckets' accounts, each
+    /// its published total plus the deltas in its caches.
     pub(crate) fn accounted_idle(&self) -> u64 {
         let Some(acct) = &self.idle else {
-            return 0;
+            return self
+                .buckets
+                .iter()
+                .zip(self.bucket_idle.iter())
+                .map(|(b, acct)| acct.total(b.recycler.inner().idle_deltas()))
+                .sum();
         };
         let indexes = self
             .locals
@@ -217,6 +278,7 @@ impl PoolInner {
             allocated_memory: self.ledger.allocated(),
             accounted_idle_memory: accounted,
             max_idle_memory: self.config.max_idle_memory.map(|n| n as u64),
+            max_idle_per_bucket: self.config.max_idle_per_bucket.map(|n| n as u64),
             memory_limit: self.config.memory_limit.map(|n| n as u64),
             statistics: counted,
             overdrafts: self.ledger.overdrafts.load(Relaxed),

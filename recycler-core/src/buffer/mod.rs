@@ -17,6 +17,10 @@
 //!   of other buckets, from a random one on; only if that is not enough is
 //!   the released buffer dropped. Counted in per-thread deltas: no shared
 //!   write per operation, and a documented overshoot bound.
+//! - **Per-bucket cap** ([`max_idle_per_bucket`](BufferPoolBuilder::max_idle_per_bucket)).
+//!   Jetty's `maxBucketSize`: at most `n` idle buffers in each bucket, all
+//!   threads together; counted the same way, in an account per bucket; a
+//!   release over it frees its buffer.
 //! - **Memory limit** ([`memory_limit`](BufferPoolBuilder::memory_limit)).
 //!   A cap on all buffer memory: reserve, else free idle buffers and
 //!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);

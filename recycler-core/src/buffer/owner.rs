@@ -46,12 +46,14 @@ impl PoolInner {
         steal::leave();
         let (mut buf, aux, local) = popped?;
         Buf::reset(&mut buf);
-        if let Some(acct) = &self.idle {
-            // SAFETY: under a cap, `index` set every indexed cache's `aux` to
-            // its owner's cell of the account, which lives as long as the
-            // pool.
+        if let Some(acct) = &self.counted {
+            // SAFETY: under a cap, `count_in_thread_delta` set every indexed
+            // cache's `aux` to its owner's cell of the account the owner
+            // paths count the bucket in (the thread's cell in its index
+            // under `max_idle_memory`, the cache's own cell under
+            // `max_idle_per_bucket`), which lives as long as the pool.
             let cell = unsafe { &*aux.cast::<DeltaCell>() };
-            acct.sub(cell, buf.capacity() as u64);
+            self.account_of(acct, idx).sub(cell, buf.capacity() as u64);
         }
         Some((buf, Home::new(local)))
     }
@@ -111,17 +113,19 @@ impl PoolInner {
     #[inline(always)]
     fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
         let count = self.config.statistics;
-        match &self.idle {
+        match &self.counted {
             // SAFETY: the calling thread owns `local` (capacity at least 1,
             // above), open, inside its marked operation; the check runs no
             // code that touches the cache.
             None => unsafe { Inner::push_local(local, buf, count, |_| true) },
             Some(acct) => {
+                let acct = self.account_of(acct, idx);
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;
                 let admit = |aux: *const ()| {
                     // SAFETY: under a cap, an indexed cache's `aux` is its
-                    // owner's cell of the account, which lives as long as
-                    // the pool; null if the pool has not indexed this cache
+                    // owner's cell of the account the owner paths count the
+                    // bucket in (see `pop_own`), which lives as long as the
+                    // pool; null if the pool has not indexed this cache
                     // (then: the slow path).
                     match unsafe { aux.cast::<DeltaCell>().as_ref() } {
                         Some(cell) => acct.try_add(cell, bytes),

@@ -31,7 +31,8 @@ use crate::loom::{Arc, Weak};
 /// buffer touch only that thread's cache: no lock, no atomic
 /// read-modify-write.
 ///
-/// Optional: a cap on idle memory ([`max_idle_memory`]), a hard limit on all
+/// Optional: a cap on idle memory ([`max_idle_memory`]) or on the idle
+/// buffers of each bucket ([`max_idle_per_bucket`]), a hard limit on all
 /// allocated memory ([`memory_limit`]), and an alignment for every buffer.
 /// See the [module docs](super) for the whole picture.
 ///
@@ -39,6 +40,7 @@ use crate::loom::{Arc, Weak};
 /// get owned buffers ([`acquire_owned`](Self::acquire_owned)).
 ///
 /// [`max_idle_memory`]: super::BufferPoolBuilder::max_idle_memory
+/// [`max_idle_per_bucket`]: super::BufferPoolBuilder::max_idle_per_bucket
 /// [`memory_limit`]: super::BufferPoolBuilder::memory_limit
 ///
 /// # Examples
@@ -552,6 +554,7 @@ impl fmt::Debug for BufferPool {
             .field("min_capacity", &c.min_capacity)
             .field("max_capacity", &c.max_capacity)
             .field("max_idle_memory", &c.max_idle_memory)
+            .field("max_idle_per_bucket", &c.max_idle_per_bucket)
             .field("memory_limit", &c.memory_limit)
             .field("alignment", &c.alignment)
             .field("allocated_memory", &self.inner.ledger.allocated())

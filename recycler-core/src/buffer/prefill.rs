@@ -13,6 +13,7 @@
 
 use super::inner::PoolInner;
 use crate::error::AcquireError;
+use crate::idle::{DeltaCell, IdleAccount};
 use crate::stats::Counters;
 
 /// Why a prefill stopped short.
@@ -47,7 +48,7 @@ impl PoolInner {
             let want = room.min(inner.config.batch_size);
             let mut batch = Vec::with_capacity(want);
             while batch.len() < want {
-                match self.prefill_one(bytes) {
+                match self.prefill_one(idx, bytes) {
                     Ok(buf) => batch.push(buf),
                     Err(why) => {
                         stop = Some(why);
@@ -82,9 +83,9 @@ impl PoolInner {
         }
     }
 
-    /// One buffer of `bytes` for the depot, reserved on the ledger and
-    /// counted idle; or why not.
-    fn prefill_one(&self, bytes: usize) -> Result<Box<super::buf::Buf>, Stop> {
+    /// One buffer of `bytes` for the depot of bucket `idx`, reserved on the
+    /// ledger and counted idle; or why not.
+    fn prefill_one(&self, idx: usize, bytes: usize) -> Result<Box<super::buf::Buf>, Stop> {
         // The memory that waiters wait for is theirs.
         if self.under_pressure() {
             return Err(Stop::Full);
@@ -97,29 +98,59 @@ impl PoolInner {
                 limit: self.ledger.limit().unwrap_or(u64::MAX),
             }));
         }
-        // Counted in the calling thread's delta, as its releases are: the
-        // total stays exact wherever the buffer goes, and the cap is checked
-        // as a release on this thread checks it (with its own delta).
-        let counted = match &self.idle {
-            None => None,
-            Some(acct) => {
-                let Some(pl) = self.bind() else {
-                    // The thread is exiting: it has no delta to count in.
-                    self.ledger.free(bytes as u64);
-                    return Err(Stop::Full);
-                };
-                if !acct.try_add(&pl.delta, bytes as u64) {
-                    self.ledger.free(bytes as u64);
-                    return Err(Stop::Full);
-                }
-                Some((acct, pl))
-            }
+        let Some(counted) = self.count_prefilled(idx, bytes as u64) else {
+            self.ledger.free(bytes as u64);
+            return Err(Stop::Full);
         };
         self.allocate_reserved(bytes).map_err(|err| {
-            if let Some((acct, pl)) = counted {
-                acct.sub(&pl.delta, bytes as u64);
+            match counted {
+                Counted::No => {}
+                Counted::In(acct, cell) => acct.sub(cell, bytes as u64),
+                Counted::Published(acct) => acct.forget(bytes as u64),
             }
             Stop::Failed(err)
         })
     }
+
+    /// Counts a prefilled buffer of `bytes` of bucket `idx` idle, as a
+    /// release on this thread counts it: in the calling thread's delta
+    /// (never past the cap as that thread sees it, the check a release
+    /// makes, but never evicting), so that the total stays exact wherever
+    /// the buffer goes. `None` if the cap has no room, or the thread is
+    /// exiting and has no delta to count in.
+    fn count_prefilled(&self, idx: usize, bytes: u64) -> Option<Counted<'_>> {
+        let Some(counted) = &self.counted else {
+            return Some(Counted::No);
+        };
+        if !self.per_bucket() {
+            let pl = self.bind()?;
+            return counted
+                .try_add(&pl.delta, bytes)
+                .then_some(Counted::In(counted, &pl.delta));
+        }
+        let acct = self.account_of(counted, idx);
+        let inner = self.buckets[idx].recycler.inner();
+        if inner.stripes.is_some() {
+            // No thread has a cache: the stripes' paths publish at once,
+            // and so does this.
+            return acct
+                .admit(None, bytes, 0)
+                .then_some(Counted::Published(acct));
+        }
+        // The cache's own cell, where the owner paths count the bucket's
+        // buffers (`count_in_thread_delta`).
+        let local = inner.local_for_current()?;
+        acct.try_add(&local.delta, bytes)
+            .then_some(Counted::In(acct, &local.delta))
+    }
+}
+
+/// Where a prefilled buffer was counted idle.
+enum Counted<'a> {
+    /// Nowhere: no cap.
+    No,
+    /// In a thread's delta cell of an account.
+    In(&'a IdleAccount, &'a DeltaCell),
+    /// Published at once (striped mode, under `max_idle_per_bucket`).
+    Published(&'a IdleAccount),
 }

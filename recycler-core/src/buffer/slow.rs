@@ -437,11 +437,14 @@ impl PoolInner {
     }
 
     /// Binds the calling thread's index and makes its cache of bucket `b`
-    /// count idle bytes in the thread's one delta cell of the pool's account
-    /// (its `aux` word), so that the bucket's slow paths, which count there,
-    /// add to the same delta as the owner paths: one delta per thread, as
-    /// the overshoot bound of the idle cap assumes. Returns the index, if
-    /// the thread is not exiting.
+    /// count idle bytes where the owner paths count them (its `aux` word):
+    /// under `max_idle_memory`, in the thread's one delta cell of the pool's
+    /// account, so that the bucket's slow paths, which count there, add to
+    /// the same delta as the owner paths (one delta per thread, as the
+    /// overshoot bound of the idle cap assumes); under
+    /// `max_idle_per_bucket`, in the cache's own cell of the bucket's
+    /// account (one delta per thread and bucket). Returns the index, if the
+    /// thread is not exiting.
     fn count_in_thread_delta(&self, b: usize) -> Option<&super::index::PoolLocal> {
         if self.config.striped.is_some() {
             // No thread has a cache or an index: the stripes count.
@@ -449,19 +452,17 @@ impl PoolInner {
         }
         let pl = self.bind()?;
         if let Some(local) = self.buckets[b].recycler.inner().local_for_current() {
+            let aux: *const () = if self.counted.is_none() {
+                std::ptr::null()
+            } else if self.per_bucket() {
+                std::ptr::from_ref(&local.delta).cast()
+            } else {
+                std::ptr::from_ref(&pl.delta).cast()
+            };
             // SAFETY: `bind` made the calling thread the owner of `pl`, and
             // `local_for_current` returns a cache it owns.
-            unsafe { crate::shared::Inner::set_aux(local, self.delta_ptr(pl)) };
+            unsafe { crate::shared::Inner::set_aux(local, aux) };
         }
         Some(pl)
-    }
-
-    /// The thread's delta cell, as a cache's `aux` word; null without a cap.
-    fn delta_ptr(&self, pl: &super::index::PoolLocal) -> *const () {
-        if self.idle.is_some() {
-            std::ptr::from_ref(&pl.delta).cast()
-        } else {
-            std::ptr::null()
-        }
     }
 }

@@ -98,6 +98,7 @@ fn debug_names_every_setting_and_no_private_type() {
         .min_capacity(300)
         .max_capacity(8000)
         .max_idle_memory(5)
+        .max_idle_per_bucket(9)
         .memory_limit(6000)
         .alignment(64)
         .max_idle_per_thread(7)
@@ -113,7 +114,7 @@ fn debug_names_every_setting_and_no_private_type() {
     assert_eq!(
         text,
         "BufferPoolBuilder { bucket_step: 1000, min_capacity: 300, max_capacity: 8000, \
-         max_idle_memory: Some(5), \
+         max_idle_memory: Some(5), max_idle_per_bucket: Some(9), \
          memory_limit: Some(6000), alignment: 64, max_idle_per_thread: 7, statistics: false, \
          striped: Some(3), hard_limit: true, serve_larger: false }"
     );
@@ -137,5 +138,25 @@ fn zero_idle_cap_and_zero_per_thread_are_valid() {
             .max_idle_per_thread(0)
             .validate()
             .is_ok()
+    );
+}
+
+#[test]
+fn bucket_cap_zero_is_valid_and_cannot_join_the_memory_cap() {
+    let c = BufferPoolBuilder::new().max_idle_per_bucket(0).validate();
+    assert_eq!(c.map(|c| c.max_idle_per_bucket), Ok(Some(0)));
+    let e = err(BufferPoolBuilder::new()
+        .max_idle_per_bucket(4)
+        .max_idle_memory(1 << 20));
+    assert_eq!(
+        e,
+        ConfigError::Conflict {
+            field: "max_idle_per_bucket",
+            other: "max_idle_memory"
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "`max_idle_per_bucket` cannot be combined with `max_idle_memory`"
     );
 }

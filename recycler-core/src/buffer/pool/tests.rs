@@ -241,3 +241,138 @@ fn statistics_off_keeps_memory_totals() {
     assert_eq!(s.buckets[0].non_pooled, 1);
     assert_eq!((s.idle_memory, s.allocated_memory), (4096, 4096));
 }
+
+/// A pool of 4 buckets capped at `n` idle buffers per bucket.
+fn bucket_capped(n: usize) -> BufferPool {
+    pool(
+        BufferPool::builder()
+            .max_capacity(4 * 4096)
+            .max_idle_per_bucket(n),
+    )
+}
+
+/// The books of every bucket balance, and the account agrees with the
+/// buckets' idle counts.
+fn assert_balanced(p: &BufferPool) {
+    let s = p.stats();
+    for b in &s.buckets {
+        assert_eq!(b.acquires, b.pooled + b.non_pooled, "{s}");
+        assert_eq!(
+            b.non_pooled + b.prefilled,
+            b.in_use + b.idle + b.removes + b.evicts,
+            "{s}"
+        );
+    }
+    assert_eq!(s.accounted_idle_memory, s.idle_memory, "{s}");
+}
+
+#[test]
+fn bucket_cap_holds_exactly_on_one_thread() {
+    let p = bucket_capped(3);
+    fill(&p, &[4096], 10);
+    fill(&p, &[8192], 2);
+    let s = p.stats();
+    assert_eq!(s.max_idle_per_bucket, Some(3));
+    assert_eq!((s.buckets[0].idle, s.buckets[0].removes), (3, 7), "{s}");
+    assert_eq!((s.buckets[1].idle, s.buckets[1].removes), (2, 0), "{s}");
+    assert_eq!(s.buckets[0].evicts + s.buckets[1].evicts, 0, "{s}");
+    assert_eq!(s.accounted_idle_memory, 3 * 4096 + 2 * 8192, "{s}");
+    assert_balanced(&p);
+    // Taken and given back on the owner paths: still 3.
+    for _ in 0..100 {
+        fill(&p, &[4096], 5);
+    }
+    let s = p.stats();
+    assert_eq!(
+        (s.buckets[0].idle, s.buckets[0].removes),
+        (3, 7 + 200),
+        "{s}"
+    );
+    assert_balanced(&p);
+}
+
+#[test]
+fn bucket_cap_counts_the_depot_too() {
+    // Two buffers in the thread's cache, the rest spilled to the depot.
+    let p = pool(
+        BufferPool::builder()
+            .max_idle_per_thread(2)
+            .max_idle_per_bucket(5),
+    );
+    fill(&p, &[4096], 12);
+    let s = p.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[0].removes), (5, 7), "{s}");
+    assert_balanced(&p);
+    fill(&p, &[4096], 12);
+    let s = p.stats();
+    assert_eq!((s.buckets[0].pooled, s.buckets[0].idle), (5, 5), "{s}");
+    assert_balanced(&p);
+}
+
+#[test]
+fn bucket_cap_zero_keeps_nothing() {
+    let p = bucket_capped(0);
+    fill(&p, &[4096, 16384], 4);
+    let s = p.stats();
+    assert_eq!((s.idle_memory, s.allocated_memory), (0, 0), "{s}");
+    assert_eq!((s.buckets[0].removes, s.buckets[3].removes), (4, 4), "{s}");
+    assert_balanced(&p);
+}
+
+#[test]
+fn bucket_cap_trim_and_prefill_balance() {
+    let p = bucket_capped(4);
+    fill(&p, &[4096], 6);
+    p.trim();
+    let s = p.stats();
+    assert_eq!((s.buckets[0].idle, s.accounted_idle_memory), (0, 0), "{s}");
+    // Trimmed, the bucket has room for 4 again: prefill stops there.
+    assert_eq!(p.prefill(4096, 10), Ok(4));
+    assert_eq!(p.prefill(4096, 10), Ok(0));
+    let s = p.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[0].prefilled), (4, 4), "{s}");
+    assert_balanced(&p);
+    fill(&p, &[4096], 6);
+    let s = p.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[0].pooled), (4, 4), "{s}");
+    assert_balanced(&p);
+}
+
+#[test]
+fn bucket_cap_counts_what_an_exited_thread_left() {
+    let p = bucket_capped(4);
+    // Two releases reach the threshold (2 buffers of the bucket): the
+    // thread's delta is published before its exit hooks run (a scope's end
+    // does not wait for them), and they move its buffers to the depot.
+    std::thread::scope(|s| {
+        s.spawn(|| fill(&p, &[4096], 2));
+    });
+    let s = p.stats();
+    assert_eq!(
+        (s.buckets[0].idle, s.accounted_idle_memory),
+        (2, 2 * 4096),
+        "{s}"
+    );
+    // Two more fit, wherever the thread's buffers are now (hits if its
+    // hooks have moved them), no more.
+    fill(&p, &[4096], 8);
+    let s = p.stats();
+    let b = &s.buckets[0];
+    assert_eq!((b.idle, b.removes), (4, b.non_pooled - 4), "{s}");
+    assert_balanced(&p);
+}
+
+#[test]
+fn bucket_cap_holds_in_striped_mode() {
+    let p = pool(
+        BufferPool::builder()
+            .max_capacity(4 * 4096)
+            .striped(2)
+            .max_idle_per_bucket(3),
+    );
+    fill(&p, &[4096], 8);
+    assert_eq!(p.prefill(8192, 10), Ok(3));
+    let s = p.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[1].idle), (3, 3), "{s}");
+    assert_balanced(&p);
+}

@@ -1,0 +1,289 @@
+//! `BufferPoolBuilder::max_idle_per_bucket` (Jetty's `maxBucketSize`): a cap
+//! on the buffers idle in one bucket, across all threads. With one releasing
+//! thread it holds exactly; with `N` it may be exceeded by at most
+//! `(N - 1) × (max(n / 8, 2) + 1)` buffers; other buckets are untouched; the
+//! buffers a release over it frees are counted as removes, and the books
+//! balance through trim, thread exit, prefill, foreign releases and waits at
+//! a memory limit.
+
+mod common;
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::Duration;
+
+use common::{Rng, assert_buffers_counted};
+use recycler_core::ConfigError;
+use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf};
+
+const KIB: usize = 1024;
+
+/// The books balance, and with every thread quiet the account agrees with
+/// the buckets' idle counts.
+fn assert_quiet_books(s: &BufferPoolStats) {
+    assert_buffers_counted(s);
+    assert_eq!(s.idle_memory, s.accounted_idle_memory, "{s}");
+    for b in &s.buckets {
+        assert_eq!(b.acquires, b.pooled + b.non_pooled, "{s}");
+    }
+}
+
+/// The most buffers a bucket capped at `n` keeps idle with `threads`
+/// threads releasing into it.
+fn bound(n: usize, threads: usize) -> u64 {
+    (n + (threads - 1) * ((n / 8).max(2) + 1)) as u64
+}
+
+/// Acquires `count` buffers of `capacity` on this thread, then drops them.
+fn churn(pool: &BufferPool, capacity: usize, count: usize) {
+    let held: Vec<_> = (0..count).map(|_| pool.acquire(capacity)).collect();
+    drop(held);
+}
+
+#[test]
+fn one_thread_keeps_exactly_n_per_bucket_and_other_buckets_are_untouched() {
+    let pool = BufferPool::builder()
+        .max_idle_per_bucket(5)
+        .build()
+        .unwrap();
+    churn(&pool, 4 * KIB, 40);
+    churn(&pool, 8 * KIB, 3);
+    churn(&pool, 64 * KIB, 9);
+    let s = pool.stats();
+    assert_eq!(s.max_idle_per_bucket, Some(5), "{s}");
+    assert_eq!((s.buckets[0].idle, s.buckets[0].removes), (5, 35), "{s}");
+    assert_eq!((s.buckets[1].idle, s.buckets[1].removes), (3, 0), "{s}");
+    assert_eq!((s.buckets[15].idle, s.buckets[15].removes), (5, 4), "{s}");
+    assert_eq!(
+        s.total().evicts,
+        0,
+        "the released buffer goes, not others: {s}"
+    );
+    assert_eq!(s.idle_memory, (5 * 4 + 3 * 8 + 5 * 64) as u64 * KIB as u64);
+    assert!(s.to_string().contains("at most 5 idle per bucket"), "{s}");
+    assert_quiet_books(&s);
+    // Again, mostly hits now: the same 5 at most.
+    for _ in 0..50 {
+        churn(&pool, 4 * KIB, 7);
+    }
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].idle, 5, "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn the_cap_counts_the_depot_and_the_inboxes() {
+    // Two buffers per thread's cache: the rest spill to the depot, or go to
+    // their owner's inbox when released on another thread.
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_per_thread(2)
+            .max_idle_per_bucket(6)
+            .build()
+            .unwrap(),
+    );
+    churn(&pool, 4 * KIB, 20);
+    assert_eq!(pool.stats().buckets[0].idle, 6);
+    let bufs: Vec<OwnedPooledBuf> = (0..20).map(|_| pool.acquire_owned(4 * KIB)).collect();
+    thread::spawn(move || drop(bufs)).join().unwrap();
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].idle, 6, "released on one other thread: {s}");
+    assert_quiet_books(&s);
+    churn(&pool, 4 * KIB, 20);
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].idle, 6, "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn zero_keeps_nothing_idle() {
+    let pool = BufferPool::builder()
+        .max_idle_per_bucket(0)
+        .build()
+        .unwrap();
+    churn(&pool, 4 * KIB, 3);
+    churn(&pool, 100, 3);
+    let s = pool.stats();
+    assert_eq!((s.idle_memory, s.allocated_memory), (0, 0), "{s}");
+    assert_eq!(
+        (s.buckets[0].removes, s.buckets[0].non_pooled),
+        (6, 6),
+        "{s}"
+    );
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn usize_max_pools_everything() {
+    let pool = BufferPool::builder()
+        .max_idle_per_thread(1000)
+        .max_idle_per_bucket(usize::MAX)
+        .build()
+        .unwrap();
+    churn(&pool, 64 * KIB, 100);
+    let s = pool.stats();
+    assert_eq!((s.buckets[15].idle, s.buckets[15].removes), (100, 0), "{s}");
+    assert_eq!(s.max_idle_per_bucket, Some(usize::MAX as u64), "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn it_cannot_be_combined_with_max_idle_memory() {
+    let err = BufferPool::builder()
+        .max_idle_memory(1 << 20)
+        .max_idle_per_bucket(8)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Conflict {
+            field: "max_idle_per_bucket",
+            other: "max_idle_memory"
+        }
+    );
+}
+
+#[test]
+fn several_threads_keep_at_most_the_bound() {
+    const THREADS: usize = 4;
+    const N: usize = 12;
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_capacity(16 * KIB)
+            .max_idle_per_bucket(N)
+            .build()
+            .unwrap(),
+    );
+    let start = Arc::new(Barrier::new(THREADS + 1));
+    let done = Arc::new(Barrier::new(THREADS + 1));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (pool, start, done) = (Arc::clone(&pool), Arc::clone(&start), Arc::clone(&done));
+            thread::spawn(move || {
+                let mut rng = Rng(0x5EED + t as u64);
+                for _ in 0..4 {
+                    start.wait();
+                    for _ in 0..300 {
+                        let k = 1 + (rng.next() % 24) as usize;
+                        let cap = 4 * KIB * (1 + (rng.next() % 4) as usize);
+                        churn(&pool, cap, k);
+                    }
+                    done.wait(); // quiet: the main thread checks
+                }
+            })
+        })
+        .collect();
+    for _ in 0..4 {
+        start.wait();
+        done.wait();
+        let s = pool.stats();
+        assert_buffers_counted(&s);
+        for b in &s.buckets {
+            assert!(
+                b.idle <= bound(N, THREADS),
+                "{} above {}: {s}",
+                b.idle,
+                bound(N, THREADS)
+            );
+        }
+    }
+    for w in workers {
+        w.join().unwrap();
+    }
+    // Every thread has exited (its delta published): the account is exact.
+    let s = pool.stats();
+    assert_quiet_books(&s);
+    for b in &s.buckets {
+        assert!(b.idle <= bound(N, THREADS), "{s}");
+        assert!(b.removes > 0, "each bucket went over its cap: {s}");
+    }
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!((s.allocated_memory, s.accounted_idle_memory), (0, 0), "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn trim_thread_exit_and_prefill_balance() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_per_bucket(4)
+            .build()
+            .unwrap(),
+    );
+    // A thread leaves 3 idle and exits (its exit publishes its delta).
+    let p = Arc::clone(&pool);
+    thread::spawn(move || churn(&p, 4 * KIB, 3)).join().unwrap();
+    let s = pool.stats();
+    assert_eq!(
+        (s.buckets[0].idle, s.accounted_idle_memory),
+        (3, 12 * KIB as u64),
+        "{s}"
+    );
+    // Room for one more, counted with what the exited thread left.
+    assert_eq!(pool.prefill(4 * KIB, 10), Ok(1));
+    churn(&pool, 4 * KIB, 10);
+    let s = pool.stats();
+    assert_eq!((s.buckets[0].idle, s.buckets[0].prefilled), (4, 1), "{s}");
+    assert_quiet_books(&s);
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!((s.idle_memory, s.accounted_idle_memory), (0, 0), "{s}");
+    // After the trim the whole cap is free again.
+    assert_eq!(pool.prefill(4 * KIB, 10), Ok(4));
+    let s = pool.stats();
+    assert_eq!(s.buckets[0].idle, 4, "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn waiters_at_a_memory_limit_balance_with_the_cap_on() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(16 * KIB)
+            .max_idle_per_bucket(1)
+            .build()
+            .unwrap(),
+    );
+    let held: Vec<OwnedPooledBuf> = (0..4).map(|_| pool.acquire_owned(4 * KIB)).collect();
+    let p = Arc::clone(&pool);
+    let waiter = thread::spawn(move || {
+        // Waits until a buffer comes back; served by a hand-over or by the
+        // memory its release frees.
+        let b = p.acquire_timeout(4 * KIB, Duration::from_secs(10)).unwrap();
+        drop(b);
+        let b = p.acquire_timeout(8 * KIB, Duration::from_secs(10)).unwrap();
+        drop(b);
+    });
+    thread::sleep(Duration::from_millis(20));
+    drop(held);
+    waiter.join().unwrap();
+    let s = pool.stats();
+    assert!(s.allocated_memory <= 16 * KIB as u64, "{s}");
+    assert!(s.buckets[0].idle <= 1 && s.buckets[1].idle <= 1, "{s}");
+    assert_quiet_books(&s);
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!((s.allocated_memory, s.accounted_idle_memory), (0, 0), "{s}");
+    assert_quiet_books(&s);
+}
+
+#[test]
+fn striped_mode_holds_the_cap() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .striped(4)
+            .max_idle_per_bucket(3)
+            .build()
+            .unwrap(),
+    );
+    churn(&pool, 4 * KIB, 10);
+    let p = Arc::clone(&pool);
+    thread::spawn(move || churn(&p, 4 * KIB, 10))
+        .join()
+        .unwrap();
+    let s = pool.stats();
+    // Striped releases publish at once: exact with any number of threads.
+    assert_eq!(s.buckets[0].idle, 3, "{s}");
+    assert_quiet_books(&s);
+}
