@@ -30,11 +30,11 @@
 //! pool still alive (KiB), the idle objects and the hit ratio.
 
 use std::hint::black_box;
-use std::process::Command;
 use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
+use recycler_benches::process::{peak_rss_kib, rss_kib, run_self};
 use recycler_benches::{Dispatch, check_env};
 use recycler_core::buffer::BufferPool;
 use recycler_core::{Recyclable, Recycler};
@@ -74,16 +74,6 @@ struct ShrunkMsg {
     body: Vec<u8>,
 }
 
-/// A value of `/proc/self/status` in KiB (`VmHWM`, `VmRSS`).
-fn status_kib(key: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Runs the pipeline: `make(i, bytes)` on the producer builds message `i`
 /// with the body `bytes`; `read` on the consumer reads it and drops it.
 /// Returns the consumer's checksum.
@@ -110,9 +100,56 @@ fn sum(seq: u64, body: &[u8]) -> u64 {
     seq ^ body.len() as u64 ^ u64::from(body[0]) ^ u64::from(body[body.len() - 1])
 }
 
+/// A message of either kind: its sequence number and its body.
+trait Parts {
+    fn parts(&mut self) -> (&mut u64, &mut Vec<u8>);
+    fn view(&self) -> (u64, &[u8]);
+}
+
+impl Parts for Msg {
+    fn parts(&mut self) -> (&mut u64, &mut Vec<u8>) {
+        (&mut self.seq, &mut self.body)
+    }
+    fn view(&self) -> (u64, &[u8]) {
+        (self.seq, &self.body)
+    }
+}
+
+impl Parts for ShrunkMsg {
+    fn parts(&mut self) -> (&mut u64, &mut Vec<u8>) {
+        (&mut self.seq, &mut self.body)
+    }
+    fn view(&self) -> (u64, &[u8]) {
+        (self.seq, &self.body)
+    }
+}
+
+/// The pipeline with messages from `pool`: the checksum, the idle objects
+/// at the end, the hit ratio, and the resident set at the end (KiB).
+fn recycled<M: Recyclable + Parts + Send + Sync + 'static>(
+    pool: Recycler<M>,
+) -> (u64, u64, f64, u64) {
+    let pool = Arc::new(pool);
+    let c = pipeline(
+        |i, bytes| {
+            let mut m = pool.get_owned();
+            let (seq, body) = m.parts();
+            *seq = i as u64;
+            body.extend_from_slice(bytes);
+            m
+        },
+        |m| {
+            let (seq, body) = m.view();
+            sum(seq, body)
+        },
+    );
+    let s = pool.stats();
+    (c, s.idle, s.hits as f64 / s.gets as f64, rss_kib())
+}
+
 /// One contender; prints its line.
 fn run(contender: &str) {
-    let before = status_kib("VmRSS:");
+    let before = rss_kib();
     let start = Instant::now();
     let (checksum, idle, hits, after) = match contender {
         "fresh" => {
@@ -127,42 +164,22 @@ fn run(contender: &str) {
                 },
                 |m| sum(m.seq, &m.body),
             );
-            (c, 0, f64::NAN, status_kib("VmRSS:"))
+            (c, 0, f64::NAN, rss_kib())
         }
-        "defaults" | "max_idle_bytes" | "max_idle_bytes_1m" => {
-            let pool: Arc<Recycler<Msg>> = Arc::new(match contender {
-                "defaults" => Recycler::new(),
-                "max_idle_bytes" => Recycler::builder().max_idle_bytes(8 << 20).build().unwrap(),
-                _ => Recycler::builder().max_idle_bytes(1 << 20).build().unwrap(),
-            });
-            let c = pipeline(
-                |i, bytes| {
-                    let mut m = pool.get_owned();
-                    m.seq = i as u64;
-                    m.body.extend_from_slice(bytes);
-                    m
-                },
-                |m| sum(m.seq, &m.body),
-            );
-            let s = pool.stats();
-            let hits = s.hits as f64 / s.gets as f64;
-            (c, s.idle, hits, status_kib("VmRSS:"))
-        }
-        "shrink_to" => {
-            let pool: Arc<Recycler<ShrunkMsg>> = Arc::new(Recycler::new());
-            let c = pipeline(
-                |i, bytes| {
-                    let mut m = pool.get_owned();
-                    m.seq = i as u64;
-                    m.body.extend_from_slice(bytes);
-                    m
-                },
-                |m| sum(m.seq, &m.body),
-            );
-            let s = pool.stats();
-            let hits = s.hits as f64 / s.gets as f64;
-            (c, s.idle, hits, status_kib("VmRSS:"))
-        }
+        "defaults" => recycled(Recycler::<Msg>::new()),
+        "max_idle_bytes" => recycled(
+            Recycler::<Msg>::builder()
+                .max_idle_bytes(8 << 20)
+                .build()
+                .unwrap(),
+        ),
+        "max_idle_bytes_1m" => recycled(
+            Recycler::<Msg>::builder()
+                .max_idle_bytes(1 << 20)
+                .build()
+                .unwrap(),
+        ),
+        "shrink_to" => recycled(Recycler::<ShrunkMsg>::new()),
         "buffer_pool" => {
             let pool = Arc::new(BufferPool::new());
             let c = pipeline(
@@ -176,13 +193,13 @@ fn run(contender: &str) {
             let s = pool.stats();
             let t = s.total();
             let hits = t.pooled as f64 / t.acquires as f64;
-            (c, t.idle, hits, status_kib("VmRSS:"))
+            (c, t.idle, hits, rss_kib())
         }
         other => panic!("unknown contender {other}"),
     };
     let elapsed = start.elapsed();
     black_box(checksum);
-    let peak = status_kib("VmHWM:");
+    let peak = peak_rss_kib();
     println!(
         "{:7.0} {:8} {:8} {:8} {:6} {:.4}",
         elapsed.as_nanos() as f64 / MESSAGES as f64,
@@ -192,21 +209,6 @@ fn run(contender: &str) {
         idle,
         hits
     );
-}
-
-/// Runs one contender in a child process (this executable again) and
-/// returns its output line.
-fn child(contender: &str) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .arg(contender)
-        .output()
-        .expect("child runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn main() {
@@ -235,7 +237,7 @@ fn main() {
                 "shrink_to",
                 "buffer_pool",
             ] {
-                let line = child(c);
+                let line = run_self(&[c]);
                 let rise: f64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
                 let base = *base.get_or_insert(rise);
                 println!("{c:15} {line}  (rise {:.2}x fresh)", rise / base);

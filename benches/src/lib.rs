@@ -20,7 +20,9 @@
 //!   [`w2m_pipeline`]), `w3_*` to `w5_*` in [`buffers`], W10's wake-up
 //!   latencies in [`wakeup`];
 //! - [`affinity`]: the producer/consumer workloads (W2, W2M) pin their two
-//!   threads to two CPUs where the OS allows.
+//!   threads to two CPUs where the OS allows;
+//! - [`process`]: the examples that measure memory read their resident set
+//!   and run each contender in a process of its own.
 
 pub mod affinity;
 mod alloc;
@@ -33,6 +35,7 @@ mod message;
 mod payload;
 mod peers;
 mod pipeline;
+pub mod process;
 mod recyclers;
 mod source;
 mod thingbuf_channel;
