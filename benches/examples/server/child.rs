@@ -104,15 +104,9 @@ impl Outcome {
 
 /// The process's peak resident memory, MiB, from `/proc/self/status`.
 fn peak_rss_mib() -> Result<f64, String> {
-    let status = std::fs::read_to_string("/proc/self/status")
-        .map_err(|e| format!("reading /proc/self/status: {e}"))?;
-    let kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
+    let kib = recycler_benches::process::status_kib("VmHWM:")
         .ok_or("no VmHWM line in /proc/self/status")?;
-    Ok(kib / 1024.0)
+    Ok(kib as f64 / 1024.0)
 }
 
 /// The CPU time this process has used so far, user and system, in
