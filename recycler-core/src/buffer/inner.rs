@@ -3,11 +3,21 @@
 //! memory ledger and the threads' indexes; how it is made and how its
 //! statistics are read.
 //!
+//! A bucket's recycler is made when the pool first makes a buffer of the
+//! bucket (or a thread first takes a cache of it), not when the pool is
+//! built: a default pool has 16 buckets, and one with 64 KiB steps up to
+//! 4 MiB has 64, of which a program often uses a few; each recycler is
+//! 1,792 bytes (its shared state, two placeholder caches among it).
+//! Readers (statistics, `trim`, eviction) skip the buckets not made yet,
+//! which hold nothing.
+//!
 //! The paths live in files of their own, each an `impl PoolInner` block:
 //! bucket selection and growth ([`super::buckets`]), the per-thread index
 //! ([`super::index`]), the owner paths ([`super::owner`]), the slow paths
 //! ([`super::slow`]), eviction ([`super::evict`]) and the limit
 //! ([`super::limit`]).
+
+use std::sync::OnceLock;
 
 use super::buf::Buf;
 use super::builder::PoolConfig;
@@ -21,6 +31,7 @@ use crate::idle::{Evict, IdleAccount};
 use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
 use crate::registry::{self, ExitFlush};
+use crate::shared::Inner;
 use crate::slots::SlotList;
 
 /// The shared state of a pool.
@@ -33,6 +44,9 @@ pub(crate) struct PoolInner {
     /// `bucket_index`).
     pub(crate) step_shift: Option<u32>,
     pub(crate) buckets: Box<[Bucket]>,
+    /// The configuration of every bucket's recycler, kept to make them
+    /// when first used.
+    bucket_config: Config,
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) idle: Option<Arc<IdleAccount>>,
     /// Each thread's index of its caches.
@@ -57,10 +71,12 @@ pub(crate) struct PoolInner {
     pub(crate) tracker: crate::track::Tracker,
 }
 
-/// One bucket: a recycler of buffers of one capacity.
+/// One bucket: a recycler of buffers of one capacity, made when first used
+/// ([`PoolInner::bucket`]).
 pub(crate) struct Bucket {
     pub(crate) capacity: usize,
-    pub(crate) recycler: Recycler<Buf>,
+    /// Made by [`PoolInner::bucket`]; never unset once made.
+    recycler: OnceLock<Recycler<Buf>>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     pub(crate) outgrown: StatCounter,
     /// Waits at the memory limit for buffers of this bucket (or growths to
@@ -92,15 +108,11 @@ impl PoolInner {
             slots_reachable: true,
         };
         let buckets = (0..n)
-            .map(|i| {
-                let capacity = (i + 1) * config.bucket_step;
-                let shared = idle.as_ref().map(|acct| (Arc::clone(acct), i));
-                Bucket {
-                    capacity,
-                    recycler: Recycler::from_parts(Box::new(never_called), core, shared),
-                    outgrown: StatCounter::new(0),
-                    waits: WaitCounts::default(),
-                }
+            .map(|i| Bucket {
+                capacity: (i + 1) * config.bucket_step,
+                recycler: OnceLock::new(),
+                outgrown: StatCounter::new(0),
+                waits: WaitCounts::default(),
             })
             .collect();
         let step = config.bucket_step;
@@ -110,6 +122,7 @@ impl PoolInner {
             step_shift: (step.is_power_of_two() && config.min_capacity == 0)
                 .then(|| step.trailing_zeros()),
             buckets,
+            bucket_config: core,
             ledger: Arc::new(Ledger::new(config.memory_limit.map(|l| l as u64))),
             idle,
             locals: SlotList::new(),
@@ -129,6 +142,34 @@ impl PoolInner {
             #[cfg(feature = "track")]
             tracker: crate::track::Tracker::default(),
         }
+    }
+
+    /// Makes every bucket's recycler now. Loom cannot model `OnceLock`:
+    /// its models make every bucket up front, as the pool did before
+    /// buckets were made lazily.
+    #[cfg(loom)]
+    pub(crate) fn make_all(&self) {
+        for idx in 0..self.buckets.len() {
+            self.bucket(idx);
+        }
+    }
+
+    /// The recycler of bucket `idx`, made now if it was not yet: for the
+    /// paths that make, take or return a buffer of the bucket (a returned
+    /// buffer's bucket is made already). Not for readers, which take
+    /// [`Bucket::made`].
+    ///
+    /// # Panics
+    ///
+    /// If `idx` is not a bucket.
+    pub(crate) fn bucket(&self, idx: usize) -> &Inner<Buf> {
+        self.buckets[idx]
+            .recycler
+            .get_or_init(|| {
+                let shared = self.idle.as_ref().map(|acct| (Arc::clone(acct), idx));
+                Recycler::from_parts(Box::new(never_called), self.bucket_config, shared)
+            })
+            .inner()
     }
 
     /// Records `buf`, just taken, as taken at `at` (feature `track`).
@@ -154,9 +195,11 @@ impl PoolInner {
             .locals
             .iter()
             .fold(0i64, |sum, pl| sum.wrapping_add(pl.delta.get()));
-        let caches = self.buckets.iter().fold(0i64, |sum, b| {
-            sum.wrapping_add(b.recycler.inner().idle_deltas())
-        });
+        let caches = self
+            .buckets
+            .iter()
+            .filter_map(Bucket::made)
+            .fold(0i64, |sum, r| sum.wrapping_add(r.inner().idle_deltas()));
         acct.total(indexes.wrapping_add(caches))
     }
 
@@ -167,7 +210,7 @@ impl PoolInner {
             .buckets
             .iter()
             .map(|bucket| {
-                let t = bucket.recycler.inner().tally();
+                let t = bucket.made().map(|r| r.inner().tally()).unwrap_or_default();
                 let outgrown = bucket.outgrown.load(Relaxed);
                 let idle = if counted { t.idle() } else { 0 };
                 idle_memory += idle * bucket.capacity as u64;
@@ -223,6 +266,15 @@ impl PoolInner {
             overdraft_memory: self.ledger.overdrawn(),
             limit_violations: self.ledger.violations.load(Relaxed),
         }
+    }
+}
+
+impl Bucket {
+    /// The bucket's recycler, if it has been made (by
+    /// [`PoolInner::bucket`]); a bucket not made holds no buffer and has
+    /// counted nothing.
+    pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
+        self.recycler.get()
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::builder::{BufferPoolBuilder, PoolConfig};
 use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::inner::PoolInner;
+use super::inner::{Bucket, PoolInner};
 use super::scope::Scope;
 use super::stats::BufferPoolStats;
 use super::wait::{Acquire, AcquireOwned};
@@ -96,6 +96,8 @@ impl BufferPool {
 
     pub(crate) fn from_config(config: PoolConfig) -> Self {
         let inner = Arc::new_cyclic(|this: &Weak<PoolInner>| PoolInner::new(config, this));
+        #[cfg(loom)]
+        inner.make_all();
         Self { inner }
     }
 
@@ -387,8 +389,8 @@ impl BufferPool {
     /// assert_eq!((stats.idle_memory, stats.allocated_memory), (0, 0));
     /// ```
     pub fn trim(&self) {
-        for bucket in &*self.inner.buckets {
-            bucket.recycler.trim();
+        for recycler in self.inner.buckets.iter().filter_map(Bucket::made) {
+            recycler.trim();
         }
     }
 

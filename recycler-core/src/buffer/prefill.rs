@@ -31,7 +31,7 @@ impl PoolInner {
         let Some(bucket) = self.buckets.get(idx) else {
             return Ok(0); // oversize: never pooled
         };
-        let inner = bucket.recycler.inner();
+        let inner = self.bucket(idx);
         let bytes = bucket.capacity;
         let mut added = 0;
         let mut stop = None;
