@@ -110,9 +110,10 @@ impl BufferPool {
     /// non-pooled).
     ///
     /// A thread's first acquire from a pool allocates the thread's index of
-    /// the pool's buckets, and its first from a bucket that bucket's cache;
-    /// after that, acquires and releases served by the pool allocate
-    /// nothing but the buffers themselves.
+    /// the pool's buckets, and its first from a bucket that bucket's cache
+    /// (and, the first time any thread uses the bucket, the bucket's
+    /// recycler); after that, acquires and releases served by the pool
+    /// allocate nothing but the buffers themselves.
     ///
     /// Never panics at the `memory_limit`, and never waits there: when even
     /// after freeing the idle buffers it can reach the pool has no room, the
