@@ -2,6 +2,7 @@
 //! get and one release and stay alive, and a counting global allocator
 //! reports the heap bytes they hold beyond what 1,000 bare threads hold
 //! (thread stacks are mapped, not allocated, and are the same either way).
+//! Also what a buffer pool holds once built, before any thread uses it.
 
 #![cfg(not(feature = "track"))]
 
