@@ -30,10 +30,19 @@
 //!   hit ratio, the waits, and the waits that timed out after 2 s.
 //!
 //! One line per contender: `name`, time, ratio to the first baseline,
-//! hit ratio, peak RSS.
+//! hit ratio, peak RSS. For part 1 also the anonymous resident set
+//! (`RssAnon`) once every thread has run its rounds, read by the main
+//! thread while the threads wait, alive: the same moment and the same read
+//! in every contender's process. The peak (`VmHWM`) counts the pages of
+//! the executable and the C library too (`RssFile`), whose count differs
+//! between runs of one contender by about 190 KiB (two modes, with address
+//! randomization off as well), more than the contenders differ by; the
+//! anonymous part is what the contender's allocations hold, and repeats to
+//! within a few pages, 4–24 KiB (`docs/BENCHMARKS.md`, "Buffers that grow").
 
 use std::hint::black_box;
 use std::process::Command;
+use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -68,19 +77,47 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The anonymous part of this process's resident set now, in KiB
+/// (`RssAnon`: heap, thread stacks, statics written; not the pages of the
+/// executable and the libraries, `RssFile`).
+fn anon_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// Runs `f` on `threads` threads at once; the slowest thread's time.
 fn on_threads(threads: usize, f: impl Fn(usize) + Sync) -> Duration {
+    on_threads_then(threads, f, || ())
+}
+
+/// [`on_threads`], running `at_end` on the calling thread once every
+/// thread has run `f` and before any exits (so that what the threads hold
+/// can be read; the calling thread reads it, so that nothing is allocated
+/// on the threads measured).
+fn on_threads_then(threads: usize, f: impl Fn(usize) + Sync, at_end: impl FnOnce()) -> Duration {
+    let done = Barrier::new(threads + 1);
+    let exit = Barrier::new(threads + 1);
     thread::scope(|s| {
-        let f = &f;
+        let (f, done, exit) = (&f, &done, &exit);
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || {
                     let start = Instant::now();
                     f(t);
-                    start.elapsed()
+                    let elapsed = start.elapsed();
+                    done.wait();
+                    exit.wait();
+                    elapsed
                 })
             })
             .collect();
+        done.wait();
+        at_end();
+        exit.wait();
         handles
             .into_iter()
             .map(|h| h.join().unwrap())
@@ -91,18 +128,29 @@ fn on_threads(threads: usize, f: impl Fn(usize) + Sync) -> Duration {
 
 const GROW_ROUNDS: usize = 200_000;
 
+/// What [`grow`] measures besides the peak: the resident set once the
+/// pool is built (its own structures), and its anonymous part then and
+/// once every thread has run its rounds (the threads alive, the pool's
+/// buffers idle in their caches), in KiB.
+struct GrowRss {
+    built: u64,
+    built_anon: u64,
+    end_anon: u64,
+}
+
 /// Part 1 with `contender` on `threads` threads: the slowest thread's
-/// time, the hit ratio, and the resident set once the pool is built (its
-/// own structures), in KiB.
-fn grow(contender: &str, threads: usize) -> (Duration, f64, u64) {
+/// time, the hit ratio, and the resident sets of [`GrowRss`].
+fn grow(contender: &str, threads: usize) -> (Duration, f64, GrowRss) {
     let body = vec![7u8; 20 * KIB];
     let pool = match contender {
         "pool" => Some(BufferPool::new()),
         "pool_serve_larger_off" => Some(BufferPool::builder().serve_larger(false).build().unwrap()),
         _ => None,
     };
+    let built_anon = anon_rss_kib();
     let built = rss_kib();
-    let elapsed = on_threads(threads, |_| match (&pool, contender) {
+    let mut end_anon = 0;
+    let rounds = |_: usize| match (&pool, contender) {
         (Some(pool), _) => {
             for _ in 0..GROW_ROUNDS {
                 let mut buf = pool.acquire(4096);
@@ -124,12 +172,18 @@ fn grow(contender: &str, threads: usize) -> (Duration, f64, u64) {
                 black_box(&buf[..]);
             }
         }
-    });
+    };
+    let elapsed = on_threads_then(threads, rounds, || end_anon = anon_rss_kib());
     let ratio = pool.map_or(f64::NAN, |p| {
         let t = p.stats().total();
         t.pooled as f64 / t.acquires as f64
     });
-    (elapsed, ratio, built)
+    let rss = GrowRss {
+        built,
+        built_anon,
+        end_anon,
+    };
+    (elapsed, ratio, rss)
 }
 
 /// A message whose body is shrunk on every release.
@@ -304,15 +358,17 @@ fn main() {
     match args.as_slice() {
         ["grow", contender, threads] => {
             let before = rss_kib();
-            let (t, ratio, built) = grow(contender, threads.parse().unwrap());
+            let (t, ratio, rss) = grow(contender, threads.parse().unwrap());
             let peak = peak_rss_kib();
             println!(
-                "{:.1} {:.6} {} {} {}",
+                "{:.1} {:.6} {} {} {} {} {}",
                 t.as_nanos() as f64 / GROW_ROUNDS as f64,
                 ratio,
                 peak,
                 peak - before,
-                peak - built
+                peak - rss.built,
+                rss.end_anon,
+                rss.end_anon.saturating_sub(rss.built_anon)
             );
         }
         ["burst", contender] => {
@@ -351,7 +407,8 @@ fn main() {
             if matches!(*what, "all" | "grow") {
                 for threads in ["1", "2"] {
                     println!(
-                        "grow, {threads} thread(s): ns/round, hit ratio, peak RSS, over the start, over the pool built (KiB)"
+                        "grow, {threads} thread(s): ns/round, hit ratio, peak RSS, over the start, over the pool built, \
+                         anonymous RSS after the rounds, over the pool built (KiB)"
                     );
                     let mut base = None;
                     for c in ["bytesmut", "vec", "pool", "pool_serve_larger_off"] {

@@ -2,6 +2,7 @@
 //! get and one release and stay alive, and a counting global allocator
 //! reports the heap bytes they hold beyond what 1,000 bare threads hold
 //! (thread stacks are mapped, not allocated, and are the same either way).
+//! Also what a buffer pool holds once built, before any thread uses it.
 
 #![cfg(not(feature = "track"))]
 
@@ -84,10 +85,44 @@ fn cost_per_thread(work: impl Fn() + Send + Sync + 'static) -> i64 {
     (used - bare) / THREADS as i64
 }
 
+/// The heap bytes a value made by `make` holds.
+fn held_by<T>(make: impl FnOnce() -> T) -> (T, i64) {
+    let before = LIVE.load(SeqCst);
+    let value = make();
+    (value, LIVE.load(SeqCst) - before)
+}
+
 /// One test, so that nothing else allocates while it counts: the global
 /// count is the whole process's.
 #[test]
 fn a_thread_that_touched_a_pool_costs_at_most_2_kib() {
+    // A pool's buckets are made when first used: built, a default pool (16
+    // buckets) holds its shared state (1,152 bytes), 64 bytes per bucket and
+    // the memory ledger (120), where each bucket's recycler (1,792 bytes)
+    // made up front came to 31 KiB; one of 64 KiB steps up to 4 MiB (64
+    // buckets), 5.3 KiB instead of 117.
+    let (built, heap) = held_by(BufferPool::new);
+    println!("buffer pool, built: {heap} heap bytes");
+    assert!(heap <= 4096, "{heap} bytes");
+    let (_, made) = held_by(|| drop(built.acquire(1000)));
+    // This thread's first acquire: the bucket's recycler, the thread's index
+    // and cache, and the buffer (4 KiB).
+    println!("buffer pool, first acquire: {made} heap bytes");
+    assert!(
+        (4096 + 1792..=4096 + 1792 + 2048).contains(&made),
+        "{made} bytes"
+    );
+    drop(built);
+    let (_, heap) = held_by(|| {
+        BufferPool::builder()
+            .bucket_step(64 << 10)
+            .max_capacity(4 << 20)
+            .build()
+            .unwrap()
+    });
+    println!("buffer pool of 64 buckets, built: {heap} heap bytes");
+    assert!(heap <= 8192, "{heap} bytes");
+
     let pool: Arc<Recycler<[u64; 8]>> = Arc::new(Recycler::new());
     let p = Arc::clone(&pool);
     let heap = cost_per_thread(move || drop(p.get()));

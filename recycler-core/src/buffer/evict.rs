@@ -49,8 +49,12 @@ impl PoolInner {
             // SAFETY: a non-null entry of an owned index is a cache of this
             // bucket that the calling thread owns.
             let own = unsafe { own.as_ref() };
+            // A bucket not made holds nothing.
+            let Some(recycler) = self.buckets[b].made() else {
+                continue;
+            };
             // SAFETY: `own` is owned by the calling thread (above).
-            freed += unsafe { self.buckets[b].recycler.inner().evict(want - freed, own) };
+            freed += unsafe { recycler.inner().evict(want - freed, own) };
             if freed >= want {
                 break;
             }

@@ -3,11 +3,21 @@
 //! memory ledger and the threads' indexes; how it is made and how its
 //! statistics are read.
 //!
+//! A bucket's recycler is made when the pool first makes a buffer of the
+//! bucket (or a thread first takes a cache of it), not when the pool is
+//! built: a default pool has 16 buckets, and one with 64 KiB steps up to
+//! 4 MiB has 64, of which a program often uses a few; each recycler is
+//! 1,792 bytes (its shared state, two placeholder caches among it).
+//! Readers (statistics, `trim`, eviction) skip the buckets not made yet,
+//! which hold nothing.
+//!
 //! The paths live in files of their own, each an `impl PoolInner` block:
 //! bucket selection and growth ([`super::buckets`]), the per-thread index
 //! ([`super::index`]), the owner paths ([`super::owner`]), the slow paths
 //! ([`super::slow`]), eviction ([`super::evict`]) and the limit
 //! ([`super::limit`]).
+
+use std::sync::OnceLock;
 
 use super::buf::Buf;
 use super::builder::PoolConfig;
@@ -21,6 +31,7 @@ use crate::idle::{Evict, IdleAccount};
 use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
 use crate::registry::{self, ExitFlush};
+use crate::shared::Inner;
 use crate::slots::SlotList;
 
 /// The shared state of a pool.
@@ -33,6 +44,9 @@ pub(crate) struct PoolInner {
     /// `bucket_index`).
     pub(crate) step_shift: Option<u32>,
     pub(crate) buckets: Box<[Bucket]>,
+    /// The configuration of every bucket's recycler, kept to make them
+    /// when first used.
+    bucket_config: Config,
     pub(crate) ledger: Arc<Ledger>,
     pub(crate) idle: Option<Arc<IdleAccount>>,
     /// The account the owner paths count idle buffers in, `None` without a
@@ -70,10 +84,12 @@ pub(crate) struct PoolInner {
     pub(crate) tracker: crate::track::Tracker,
 }
 
-/// One bucket: a recycler of buffers of one capacity.
+/// One bucket: a recycler of buffers of one capacity, made when first used
+/// ([`PoolInner::bucket`]).
 pub(crate) struct Bucket {
     pub(crate) capacity: usize,
-    pub(crate) recycler: Recycler<Buf>,
+    /// Made by [`PoolInner::bucket`]; never unset once made.
+    recycler: OnceLock<Recycler<Buf>>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     pub(crate) outgrown: StatCounter,
     /// Waits at the memory limit for buffers of this bucket (or growths to
@@ -83,7 +99,7 @@ pub(crate) struct Bucket {
 
 impl PoolInner {
     pub(crate) fn new(config: PoolConfig, this: &Weak<PoolInner>) -> Self {
-        let n = config.buckets();
+        let n_buckets = config.buckets();
         let idle = config.max_idle_memory.map(|cap| {
             let evictor: Weak<dyn Evict> = this.clone();
             Arc::new(IdleAccount::new(
@@ -104,33 +120,28 @@ impl PoolInner {
             idle_decay: false,
             slots_reachable: true,
         };
-        let mut bucket_idle = Vec::new();
-        let buckets: Box<[Bucket]> = (0..n)
-            .map(|i| {
-                let capacity = (i + 1) * config.bucket_step;
-                // Under `max_idle_per_bucket`, an account of the bucket's own,
-                // which nothing evicts for: a release over it frees its
-                // buffer (Jetty's `maxBucketSize`). The largest buffer is
-                // the bucket's, so that a thread that takes and returns
-                // buffers in turn does not publish on every operation.
-                let own = config.max_idle_per_bucket.map(|n| {
-                    let cap = (n as u64).saturating_mul(capacity as u64);
-                    Arc::new(IdleAccount::new(cap, capacity as u64, None))
-                });
-                let shared = match (&idle, own) {
-                    (Some(acct), _) => Some((Arc::clone(acct), i)),
-                    (None, Some(own)) => {
-                        bucket_idle.push(Arc::clone(&own));
-                        Some((own, 0))
-                    }
-                    (None, None) => None,
-                };
-                Bucket {
-                    capacity,
-                    recycler: Recycler::from_parts(Box::new(never_called), core, shared),
-                    outgrown: StatCounter::new(0),
-                    waits: WaitCounts::default(),
-                }
+        // Under `max_idle_per_bucket`, each bucket gets an account of its
+        // own, which nothing evicts for: a release over it frees its buffer
+        // (Jetty's `maxBucketSize`). The largest buffer is the bucket's, so
+        // that a thread that takes and returns buffers in turn does not
+        // publish on every operation. Made now (the owner paths read them
+        // without a check); the buckets' recyclers, when first used.
+        let bucket_idle: Box<[Arc<IdleAccount>]> = match (config.max_idle_per_bucket, &idle) {
+            (Some(n), None) => (0..n_buckets)
+                .map(|i| {
+                    let capacity = ((i + 1) * config.bucket_step) as u64;
+                    let cap = (n as u64).saturating_mul(capacity);
+                    Arc::new(IdleAccount::new(cap, capacity, None))
+                })
+                .collect(),
+            _ => Box::new([]),
+        };
+        let buckets = (0..n_buckets)
+            .map(|i| Bucket {
+                capacity: (i + 1) * config.bucket_step,
+                recycler: OnceLock::new(),
+                outgrown: StatCounter::new(0),
+                waits: WaitCounts::default(),
             })
             .collect();
         let counted = idle.clone().or_else(|| bucket_idle.first().cloned());
@@ -141,9 +152,10 @@ impl PoolInner {
             step_shift: (step.is_power_of_two() && config.min_capacity == 0)
                 .then(|| step.trailing_zeros()),
             buckets,
+            bucket_config: core,
             ledger: Arc::new(Ledger::new(config.memory_limit.map(|l| l as u64))),
             counted,
-            bucket_idle: bucket_idle.into_boxed_slice(),
+            bucket_idle,
             idle,
             locals: SlotList::new(),
             exit_hook: this.clone(),
@@ -184,6 +196,38 @@ impl PoolInner {
         }
     }
 
+    /// Makes every bucket's recycler now. Loom cannot model `OnceLock`:
+    /// its models make every bucket up front, as the pool did before
+    /// buckets were made lazily.
+    #[cfg(loom)]
+    pub(crate) fn make_all(&self) {
+        for idx in 0..self.buckets.len() {
+            self.bucket(idx);
+        }
+    }
+
+    /// The recycler of bucket `idx`, made now if it was not yet: for the
+    /// paths that make, take or return a buffer of the bucket (a returned
+    /// buffer's bucket is made already). Not for readers, which take
+    /// [`Bucket::made`].
+    ///
+    /// # Panics
+    ///
+    /// If `idx` is not a bucket.
+    pub(crate) fn bucket(&self, idx: usize) -> &Inner<Buf> {
+        self.buckets[idx]
+            .recycler
+            .get_or_init(|| {
+                let shared = match (&self.idle, self.bucket_idle.get(idx)) {
+                    (Some(acct), _) => Some((Arc::clone(acct), idx)),
+                    (None, Some(own)) => Some((Arc::clone(own), 0)),
+                    (None, None) => None,
+                };
+                Recycler::from_parts(Box::new(never_called), self.bucket_config, shared)
+            })
+            .inner()
+    }
+
     /// Records `buf`, just taken, as taken at `at` (feature `track`).
     #[cfg(feature = "track")]
     pub(crate) fn track(&self, buf: &Buf, at: &'static std::panic::Location<'static>) {
@@ -208,16 +252,18 @@ impl PoolInner {
                 .buckets
                 .iter()
                 .zip(self.bucket_idle.iter())
-                .map(|(b, acct)| acct.total(b.recycler.inner().idle_deltas()))
+                .map(|(b, acct)| acct.total(b.made().map_or(0, |r| r.inner().idle_deltas())))
                 .sum();
         };
         let indexes = self
             .locals
             .iter()
             .fold(0i64, |sum, pl| sum.wrapping_add(pl.delta.get()));
-        let caches = self.buckets.iter().fold(0i64, |sum, b| {
-            sum.wrapping_add(b.recycler.inner().idle_deltas())
-        });
+        let caches = self
+            .buckets
+            .iter()
+            .filter_map(Bucket::made)
+            .fold(0i64, |sum, r| sum.wrapping_add(r.inner().idle_deltas()));
         acct.total(indexes.wrapping_add(caches))
     }
 
@@ -228,7 +274,7 @@ impl PoolInner {
             .buckets
             .iter()
             .map(|bucket| {
-                let t = bucket.recycler.inner().tally();
+                let t = bucket.made().map(|r| r.inner().tally()).unwrap_or_default();
                 let outgrown = bucket.outgrown.load(Relaxed);
                 let idle = if counted { t.idle() } else { 0 };
                 idle_memory += idle * bucket.capacity as u64;
@@ -285,6 +331,15 @@ impl PoolInner {
             overdraft_memory: self.ledger.overdrawn(),
             limit_violations: self.ledger.violations.load(Relaxed),
         }
+    }
+}
+
+impl Bucket {
+    /// The bucket's recycler, if it has been made (by
+    /// [`PoolInner::bucket`]); a bucket not made holds no buffer and has
+    /// counted nothing.
+    pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
+        self.recycler.get()
     }
 }
 

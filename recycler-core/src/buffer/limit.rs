@@ -27,7 +27,7 @@
 
 use std::fmt;
 
-use super::inner::PoolInner;
+use super::inner::{Bucket, PoolInner};
 use super::waiters::WaitQueue;
 use crate::error::AcquireError;
 use crate::idle;
@@ -204,8 +204,8 @@ impl PoolInner {
                 // idle, but out of the walk's reach until it is sent home.
                 // (A walk over the thread's registrations per bucket, once
                 // per failed reservation.)
-                for bucket in self.buckets.iter() {
-                    bucket.recycler.inner().flush_own_pending();
+                for recycler in self.buckets.iter().filter_map(Bucket::made) {
+                    recycler.inner().flush_own_pending();
                 }
             }
             reclaims += 1;
@@ -257,8 +257,8 @@ impl PoolInner {
         if freed >= short {
             return freed;
         }
-        for bucket in self.buckets.iter() {
-            let inner = bucket.recycler.inner();
+        for recycler in self.buckets.iter().filter_map(Bucket::made) {
+            let inner = recycler.inner();
             inner.store_all(inner.take_quiet());
         }
         freed + self.evict_walk(short - freed, None, start, usize::MAX)

@@ -52,11 +52,11 @@ impl PoolInner {
         let raw = AlignedBuf::try_new(bytes, self.config.alignment)?;
         self.ledger.overdraw(bytes as u64, self.config.hard_limit);
         let buf = Box::new(Buf::overdraft(raw, Arc::clone(&self.ledger)));
-        let Some(bucket) = self.buckets.get(idx) else {
+        if idx >= self.buckets.len() {
             Counters::add_shared(&self.oversize_acquires, 1);
             return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
-        };
-        let inner = bucket.recycler.inner();
+        }
+        let inner = self.bucket(idx);
         let (buf, _) = inner.made(buf);
         // Homed where its release frees it, whichever thread releases it.
         Ok((buf, inner.home(None, true), idx as u32))

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::builder::{BufferPoolBuilder, PoolConfig};
 use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::inner::PoolInner;
+use super::inner::{Bucket, PoolInner};
 use super::scope::Scope;
 use super::stats::BufferPoolStats;
 use super::wait::{Acquire, AcquireOwned};
@@ -98,6 +98,8 @@ impl BufferPool {
 
     pub(crate) fn from_config(config: PoolConfig) -> Self {
         let inner = Arc::new_cyclic(|this: &Weak<PoolInner>| PoolInner::new(config, this));
+        #[cfg(loom)]
+        inner.make_all();
         Self { inner }
     }
 
@@ -110,9 +112,10 @@ impl BufferPool {
     /// non-pooled).
     ///
     /// A thread's first acquire from a pool allocates the thread's index of
-    /// the pool's buckets, and its first from a bucket that bucket's cache;
-    /// after that, acquires and releases served by the pool allocate
-    /// nothing but the buffers themselves.
+    /// the pool's buckets, and its first from a bucket that bucket's cache
+    /// (and, the first time any thread uses the bucket, the bucket's
+    /// recycler); after that, acquires and releases served by the pool
+    /// allocate nothing but the buffers themselves.
     ///
     /// Never panics at the `memory_limit`, and never waits there: when even
     /// after freeing the idle buffers it can reach the pool has no room, the
@@ -389,8 +392,8 @@ impl BufferPool {
     /// assert_eq!((stats.idle_memory, stats.allocated_memory), (0, 0));
     /// ```
     pub fn trim(&self) {
-        for bucket in &*self.inner.buckets {
-            bucket.recycler.trim();
+        for recycler in self.inner.buckets.iter().filter_map(Bucket::made) {
+            recycler.trim();
         }
     }
 

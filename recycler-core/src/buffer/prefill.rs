@@ -32,7 +32,7 @@ impl PoolInner {
         let Some(bucket) = self.buckets.get(idx) else {
             return Ok(0); // oversize: never pooled
         };
-        let inner = bucket.recycler.inner();
+        let inner = self.bucket(idx);
         let bytes = bucket.capacity;
         let mut added = 0;
         let mut stop = None;
@@ -129,7 +129,7 @@ impl PoolInner {
                 .then_some(Counted::In(counted, &pl.delta));
         }
         let acct = self.account_of(counted, idx);
-        let inner = self.buckets[idx].recycler.inner();
+        let inner = self.bucket(idx);
         if inner.stripes.is_some() {
             // No thread has a cache: the stripes' paths publish at once,
             // and so does this.

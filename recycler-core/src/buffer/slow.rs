@@ -72,7 +72,7 @@ impl PoolInner {
             Counters::add_shared(&self.oversize_acquires, 1);
             return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
         };
-        let inner = bucket.recycler.inner();
+        let inner = self.bucket(idx);
         let pl = self.count_in_thread_delta(idx);
         let pooled = inner.take_pooled();
         // `take_pooled` sent this thread's pending releases of the bucket:
@@ -144,7 +144,8 @@ impl PoolInner {
     #[cold]
     #[inline(never)]
     pub(crate) fn take_pooled(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
-        let inner = self.buckets.get(idx)?.recycler.inner();
+        // A bucket not made holds nothing.
+        let inner = self.buckets.get(idx)?.made()?.inner();
         let pl = self.count_in_thread_delta(idx);
         let (mut buf, home) = inner.take_pooled()?;
         Buf::reset(&mut buf);
@@ -175,7 +176,7 @@ impl PoolInner {
         };
         let buf = self.allocate_reserved(bucket.capacity)?;
         self.count_in_thread_delta(idx);
-        let (buf, home) = bucket.recycler.inner().made(buf);
+        let (buf, home) = self.bucket(idx).made(buf);
         Ok((buf, home, idx as u32))
     }
 
@@ -212,7 +213,7 @@ impl PoolInner {
         let idx = self.bucket_of_capacity(buf.capacity()).unwrap_or(idx);
         Buf::reset(&mut buf);
         self.count_in_thread_delta(idx);
-        let inner = self.buckets[idx].recycler.inner();
+        let inner = self.bucket(idx);
         // A bucket that keeps nothing homes it at its discard cache.
         let (buf, home) = inner.handed(buf);
         (buf, home, idx as u32)
@@ -240,8 +241,9 @@ impl PoolInner {
     #[cold]
     #[inline(never)]
     pub(crate) fn discard(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
-        match self.buckets.get((origin & !GROWN) as usize) {
-            Some(bucket) => bucket.recycler.inner().discard(buf, home),
+        let idx = (origin & !GROWN) as usize;
+        match self.buckets.get(idx) {
+            Some(_) => self.bucket(idx).discard(buf, home),
             None => {
                 Counters::add_shared(&self.oversize_releases, 1);
                 drop(buf);
@@ -256,7 +258,8 @@ impl PoolInner {
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
-        let Some(bucket) = self.buckets.get((origin & !GROWN) as usize) else {
+        let idx = (origin & !GROWN) as usize;
+        let Some(bucket) = self.buckets.get(idx) else {
             Counters::add_shared(&self.oversize_releases, 1);
             drop(buf);
             if self.under_pressure() {
@@ -264,7 +267,7 @@ impl PoolInner {
             }
             return;
         };
-        let inner = bucket.recycler.inner();
+        let inner = self.bucket(idx);
         if buf.overdrawn() {
             // An overdraft is never pooled nor handed over: freed, counted
             // as a release and a remove of the bucket it came from.
@@ -301,7 +304,7 @@ impl PoolInner {
             if let Some(pl) = pl {
                 pl.set_grown_to((origin & !GROWN) as usize, dest);
             }
-            let inner = self.buckets[dest].recycler.inner();
+            let inner = self.bucket(dest);
             let (buf, home) = inner.adopt(buf);
             inner.release_slow(buf, home, true);
             (dest, pl)
@@ -329,7 +332,7 @@ impl PoolInner {
     /// the bucket of its capacity, as a grown buffer is when it is cached;
     /// the waiter's take counts the hit there.
     fn release_to_waiters(&self, origin: usize, buf: Box<Buf>, home: Home<Buf>) {
-        let inner = self.buckets[origin].recycler.inner();
+        let inner = self.bucket(origin);
         // The request of the first waiter, if this buffer may serve it.
         let want = self
             .bucket_of_capacity(buf.capacity())
@@ -354,7 +357,7 @@ impl PoolInner {
                 // It grew, or shrank here: it leaves its bucket for the one
                 // of its capacity, as a grown buffer does when it is cached.
                 inner.count_detached(home);
-                let to = self.buckets[dest].recycler.inner();
+                let to = self.bucket(dest);
                 let (buf, home) = to.adopt(buf);
                 match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
                     Ok(()) => to.count_release(home, 1),
@@ -398,7 +401,7 @@ impl PoolInner {
             };
             if let Err(buf) = self.ledger.waiters.hand_over(&self.ledger, want, buf) {
                 // Someone else is first now: freed, as an eviction.
-                let inner = self.buckets[idx].recycler.inner();
+                let inner = self.bucket(idx);
                 // SAFETY: the pool, which owns the cache, outlives this call.
                 let local = unsafe { home.local() };
                 inner.count_for(Some(local), |c| &c.evicted, 1);
@@ -419,7 +422,7 @@ impl PoolInner {
         let (Some(pl), Some(bound)) = (pl, self.pool_local()) else {
             return;
         };
-        let Some(local) = self.buckets[b].recycler.inner().local_for_current() else {
+        let Some(local) = self.bucket(b).local_for_current() else {
             return;
         };
         // SAFETY: the calling thread owns `local`; the closure runs no user
@@ -451,7 +454,7 @@ impl PoolInner {
             return None;
         }
         let pl = self.bind()?;
-        if let Some(local) = self.buckets[b].recycler.inner().local_for_current() {
+        if let Some(local) = self.bucket(b).local_for_current() {
             let aux: *const () = if self.counted.is_none() {
                 std::ptr::null()
             } else if self.per_bucket() {

@@ -376,3 +376,45 @@ fn bucket_cap_holds_in_striped_mode() {
     assert_eq!((s.buckets[0].idle, s.buckets[1].idle), (3, 3), "{s}");
     assert_balanced(&p);
 }
+
+/// The buckets whose recyclers have been made.
+fn made(p: &BufferPool) -> Vec<usize> {
+    (0..p.inner.buckets.len())
+        .filter(|&i| p.inner.buckets[i].made().is_some())
+        .collect()
+}
+
+#[test]
+fn buckets_are_made_when_first_used() {
+    let p = BufferPool::new();
+    assert_eq!(made(&p), [] as [usize; 0], "none when built");
+    // Readers make nothing, and see empty buckets.
+    p.trim();
+    let s = p.stats();
+    assert_eq!(s.buckets.len(), 16);
+    assert!(s.buckets.iter().all(|b| b.acquires == 0 && b.idle == 0));
+    assert!(p.try_acquire_pooled(8192).is_none());
+    assert_eq!(made(&p), [] as [usize; 0], "readers make none");
+
+    // An acquire makes its bucket; a buffer that grew, the bucket it grew
+    // into, on its release.
+    let mut buf = p.acquire(4096);
+    assert_eq!(made(&p), [0]);
+    buf.extend_from_slice(&[1; 20_000]);
+    drop(buf);
+    assert_eq!(made(&p), [0, 4]);
+    let s = p.stats();
+    assert_eq!(
+        (s.bucket(20 * 1024).unwrap().idle, s.idle_memory),
+        (1, 20 * 1024)
+    );
+    drop(p.acquire(4096)); // served by the grown one
+    assert_eq!(p.stats().total().pooled, 1);
+
+    // Prefilling makes its bucket too; trim empties the made ones.
+    assert_eq!(p.prefill(65536, 1), Ok(1));
+    assert_eq!(made(&p), [0, 4, 15]);
+    p.trim();
+    assert_eq!(p.stats().allocated_memory, 0);
+    assert_eq!(made(&p), [0, 4, 15], "made buckets stay made");
+}
