@@ -83,6 +83,7 @@ mod frame;
 mod guard;
 mod index;
 mod inner;
+mod larger;
 mod limit;
 mod loan;
 mod overdraft;
