@@ -294,8 +294,13 @@ fn limit_reclaims_buffers_released_here_for_another_home() {
 
 #[test]
 fn limit_trims_idle_memory_then_fails_with_the_numbers() {
+    // `serve_larger(false)`: with it on, the idle 16 KiB buffer below would
+    // serve the 4 KiB request instead of being freed for it (see
+    // `at_the_limit_an_acquire_takes_a_larger_idle_buffer` in
+    // `buffer_reuse.rs`).
     let pool = BufferPool::builder()
         .memory_limit(32 * KIB)
+        .serve_larger(false)
         .build()
         .unwrap();
     drop(pool.acquire(16 * KIB)); // idle, in this thread's cache

@@ -33,7 +33,8 @@ pub(crate) struct PoolConfig {
     pub(crate) hard_limit: bool,
     /// `serve_larger(true)`: an acquire whose bucket has nothing for it
     /// takes a larger idle buffer from the calling thread's caches before
-    /// it allocates.
+    /// it allocates: of the bucket its buffers grew into, or, where the
+    /// memory limit binds, of any larger bucket (`super::larger`).
     pub(crate) serve_larger: bool,
 }
 
@@ -434,11 +435,17 @@ impl BufferPoolBuilder {
     /// buffer from its own 20 KiB cache before allocating (counted as an
     /// acquire and a hit of the 20 KiB bucket, to which it returns). Only
     /// buckets whose buffers grew are redirected, only to the bucket they
-    /// grew into, and only within the thread's own caches. Off, every
-    /// acquire gets a buffer of its own bucket, and grown buffers serve
-    /// only requests of their new size. Striped pools, which have no
-    /// per-thread caches, never do it. See `docs/buffers.md`, "Buffers
-    /// that grow".
+    /// grew into, and only within the thread's own caches; except where
+    /// the `memory_limit` binds (a new buffer would not fit under it, or
+    /// someone waits), where an acquire whose bucket has nothing idle takes
+    /// the smallest larger idle buffer of the thread's caches, and a
+    /// waiter is handed one, kept at its capacity, rather than evict it
+    /// to allocate, wait or overdraw. Off, every acquire gets a buffer of
+    /// its own bucket, grown buffers serve only requests of their new
+    /// size, and a larger buffer released to a waiter is always shrunk to
+    /// its request. Striped pools, which have no per-thread caches, never
+    /// do it. See `docs/buffers.md`, "Buffers that grow" and "Serving from
+    /// larger buffers at the limit".
     ///
     /// # Examples
     ///

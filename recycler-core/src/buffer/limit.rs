@@ -216,16 +216,47 @@ impl PoolInner {
         }
     }
 
-    /// A release while anyone waits, after freeing its own buffer: if the
-    /// waiters want more than is free, frees idle buffers for them
-    /// ([`free_idle`](Self::free_idle): wherever they idle, other threads'
-    /// caches included).
+    /// A release while anyone waits, after handing over or freeing its own
+    /// buffer, and a wait as it joins the queue: frees idle buffers for the
+    /// waiters ([`free_idle`](Self::free_idle): wherever they idle, other
+    /// threads' caches included), one waiter at a time, in their order:
+    /// as much as the first waiter not yet granted lacks; once that grants
+    /// it, the calling thread's idle buffers are handed to the waiters now
+    /// first ([`hand_idle_to_waiters`](Self::hand_idle_to_waiters)), and
+    /// then the next one's lack is freed, and so on. Stops at a waiter
+    /// that the idle memory it reaches cannot serve.
+    ///
+    /// Freeing for all the waiters at once (their bytes summed), as it
+    /// did, freed idle buffers that the waiters behind the first could have
+    /// been handed once the first was served, and that the next acquires
+    /// then allocated again.
     #[cold]
     #[inline(never)]
     pub(crate) fn reclaim_for_waiters(&self) {
-        let wanted = self.ledger.waiters.wanted();
-        if wanted > 0 {
-            self.reclaim_for(wanted);
+        let Some(limit) = self.ledger.limit() else {
+            return;
+        };
+        // Each turn grants the first waiter not yet granted, or stops.
+        while let Some((id, bytes)) = self.ledger.waiters.first() {
+            let allocated = self.ledger.allocated();
+            let short = allocated.saturating_add(bytes).saturating_sub(limit);
+            if short == 0 {
+                self.ledger.waiters.serve(&self.ledger);
+            } else if self.free_idle(short, allocated) < short {
+                // What it freed serves the queue; nothing more to free.
+                return;
+            }
+            if self
+                .ledger
+                .waiters
+                .first()
+                .is_some_and(|(first, _)| first == id)
+            {
+                // Still not granted (another thread took the memory, or a
+                // waiter ahead came back): nothing more to do here.
+                return;
+            }
+            self.hand_idle_to_waiters();
         }
     }
 

@@ -87,6 +87,7 @@ mod frame;
 mod guard;
 mod index;
 mod inner;
+mod larger;
 mod limit;
 mod loan;
 mod overdraft;

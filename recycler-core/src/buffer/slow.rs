@@ -90,6 +90,13 @@ impl PoolInner {
         if let Some(larger) = self.pop_grown(idx, pl) {
             return Ok(larger);
         }
+        // At the limit, a larger idle buffer rather than evict, wait or
+        // overdraw (`super::larger`); with room, a buffer of its own size.
+        if self.limit_binds(bucket.capacity)
+            && let Some(larger) = self.take_larger(idx)
+        {
+            return Ok(larger);
+        }
         let (buf, home) = inner.made(alloc(bucket.capacity)?);
         Ok((buf, home, idx as u32))
     }
@@ -319,13 +326,18 @@ impl PoolInner {
     /// waiters; then the idle buffers this thread reaches are freed for
     /// them too.
     ///
-    /// A buffer larger than the waiter's request is shrunk to it first
-    /// (the allocator's `realloc`), and the bytes that frees go back to the
-    /// limit once the buffer is handed over, where they serve the waiters
-    /// behind: handed over whole, they would be held by a request that did
-    /// not ask for them, the waiters behind would wait for the first to
-    /// give them back, and a holder waiting for a second buffer could wait
-    /// for ever. The waiter then counts a hit, in its own bucket.
+    /// A buffer larger than the waiter's request is handed over whole (a
+    /// hit of its own bucket, to which it returns: see [`super::larger`]),
+    /// if the waiter behind is one that it can serve when it comes back and
+    /// that the bytes beyond the request would not grant now
+    /// ([`shrinks`](Self::shrinks)); otherwise it is shrunk to the request
+    /// first (the allocator's `realloc`), and those
+    /// bytes go back to the limit once the buffer is handed over, where
+    /// they serve the waiters behind (handed over whole, they would be held
+    /// by a request that did not ask for them, the waiters behind would
+    /// wait for the first to give them back, and a holder waiting for a
+    /// second buffer could wait for ever). The waiter then counts a hit, in
+    /// its own bucket.
     ///
     /// The books: a buffer that leaves its bucket (grown, or shrunk here)
     /// is detached from the bucket it came from and adopted and released by
@@ -333,13 +345,14 @@ impl PoolInner {
     /// the waiter's take counts the hit there.
     fn release_to_waiters(&self, origin: usize, buf: Box<Buf>, home: Home<Buf>) {
         let inner = self.bucket(origin);
-        // The request of the first waiter, if this buffer may serve it.
-        let want = self
+        // The request of the first waiter, if this buffer may serve it, and
+        // that of the next one behind it.
+        let first = self
             .bucket_of_capacity(buf.capacity())
             .and_then(|_| self.ledger.waiters.first_handable())
-            .and_then(|want| usize::try_from(want).ok())
-            .filter(|&want| want <= buf.capacity());
-        let Some(want) = want else {
+            .and_then(|(want, next)| Some((usize::try_from(want).ok()?, next)))
+            .filter(|&(want, _)| want <= buf.capacity());
+        let Some((want, next)) = first else {
             // Nobody it can serve: freed for the waiters.
             inner.discard(buf, home);
             self.hand_idle_to_waiters();
@@ -348,7 +361,10 @@ impl PoolInner {
         };
         let mut buf = buf;
         let mut freed = 0;
-        if want < buf.capacity() && self.bucket_of_capacity(want).is_some() {
+        if want < buf.capacity()
+            && self.bucket_of_capacity(want).is_some()
+            && self.shrinks(buf.capacity(), buf.capacity() - want, next)
+        {
             freed = buf.shrink_to(want);
         }
         let bytes = buf.capacity() as u64;
@@ -373,43 +389,34 @@ impl PoolInner {
             // After the hand-over: freed before, these bytes could grant the
             // first waiter, which the buffer is for.
             self.ledger.free(freed as u64);
+        } else {
+            // The waiter behind the one served, held up by it, may fit in
+            // the memory free now.
+            self.ledger.waiters.serve(&self.ledger);
         }
         self.hand_idle_to_waiters();
         self.reclaim_for_waiters();
     }
 
-    /// Hands the calling thread's own idle buffers to the waiters, first
-    /// come first served, while the first waiter not yet granted wants a
-    /// buffer of a bucket whose cache this thread holds one in: the waiter
-    /// reuses it (a hit, counted by its take) where the eviction that
-    /// follows (`reclaim_for_waiters`) would free it and the waiter would
-    /// allocate on the bytes. Runs where that eviction runs: a release while
-    /// anyone waits, and a wait as it joins the queue. Owner paths only (the
-    /// thread's own caches); a buffer that a race leaves with no waiter to
-    /// take it is freed, counted as evicted, as the eviction would have.
-    pub(crate) fn hand_idle_to_waiters(&self) {
-        while let Some(want) = self.ledger.waiters.first_handable() {
-            let Some(idx) = usize::try_from(want)
-                .ok()
-                .and_then(|w| self.bucket_of_capacity(w))
-            else {
-                return;
-            };
-            // Not counted here: the waiter's take counts the hit.
-            let Some((buf, home)) = self.pop_own(idx, false) else {
-                return;
-            };
-            if let Err(buf) = self.ledger.waiters.hand_over(&self.ledger, want, buf) {
-                // Someone else is first now: freed, as an eviction.
-                let inner = self.bucket(idx);
-                // SAFETY: the pool, which owns the cache, outlives this call.
-                let local = unsafe { home.local() };
-                inner.count_for(Some(local), |c| &c.evicted, 1);
-                inner.count_for(Some(local), |c| &c.dropped, 1);
-                drop(buf);
-                return;
-            }
-        }
+    /// Whether a larger buffer handed to the first waiter is to be shrunk
+    /// to its request, the `excess` bytes beyond it going back to the limit
+    /// (as always before, and always with `serve_larger(false)`): unless the
+    /// next waiter not yet granted, of `next` bytes (0: none), is one that
+    /// those bytes would not grant now (with the memory free) and that the
+    /// buffer itself can serve when it comes back (`next` at most its
+    /// `capacity`). Then it is handed over whole, and keeps its capacity
+    /// and its bucket: the next waiter is handed it later instead of
+    /// waiting for bytes to allocate on (see [`super::larger`]).
+    fn shrinks(&self, capacity: usize, excess: usize, next: u64) -> bool {
+        let Some(limit) = self.ledger.limit() else {
+            return true;
+        };
+        let free = limit.saturating_sub(self.ledger.allocated());
+        let whole = self.config.serve_larger
+            && next != 0
+            && next <= capacity as u64
+            && free.saturating_add(excess as u64) < next;
+        !whole
     }
 
     /// Indexes the calling thread's cache of bucket `b` in `pl`, its index,

@@ -21,8 +21,12 @@
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
 //! buffer (a pooled acquire) instead of allocating one. A larger buffer is
 //! shrunk to the request first, and the bytes that frees serve the waiters
-//! behind. Otherwise the release frees its buffer, and the free serves the
-//! queue as above. So under contention at the limit, where most acquires
+//! behind, unless they would not serve the next waiter and the buffer can
+//! (then it goes whole, and serves that waiter when it comes back: see
+//! [`super::larger`]). Otherwise the release frees its buffer, and the free
+//! serves the queue as above. A waiter handed a buffer is followed by a
+//! serve of the queue: the waiters behind it, held up by it, may fit in
+//! the memory free. So under contention at the limit, where most acquires
 //! wait, reuse goes on, with several sizes too: without the hand-over,
 //! every acquire that waited allocated afresh.
 //!
@@ -211,14 +215,14 @@ impl<P: PoolHandle> Waiting<P> {
                 // an exact-size one (oversize, or below `min_capacity`)
                 // allocates its own.
                 let handable = idx < pool.buckets.len();
-                let (id, want) = waiters.join_for(&pool.ledger, bytes, wake, handable);
+                let (id, _) = waiters.join_for(&pool.ledger, bytes, wake, handable);
                 self.queued = Some((id, bytes));
                 pool.waits_joined(idx.min(pool.buckets.len()));
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
                 pool.hand_idle_to_waiters();
-                pool.reclaim_for(want);
+                pool.reclaim_for_waiters();
                 waiters.serve(&pool.ledger);
                 continue;
             };

@@ -212,11 +212,6 @@ impl WaitQueue {
         (id, q.wanted)
     }
 
-    /// The bytes the waiters not yet granted want.
-    pub(crate) fn wanted(&self) -> u64 {
-        self.lock().wanted
-    }
-
     /// Grants the waiters their bytes, in order, while the first one not yet
     /// granted fits under the limit, and wakes each one granted (a waker
     /// that panics is caught: see the module docs).
@@ -247,7 +242,8 @@ impl WaitQueue {
     /// buffer's memory, still allocated, is its grant, even when it is more
     /// than the waiter asked for (the release shrinks a larger buffer to
     /// the request first, `PoolInner::release_to_waiters`, if the
-    /// allocator can). Hands `buf` back otherwise, to be
+    /// allocator can, unless it keeps it whole for the waiter behind; an
+    /// idle buffer handed over is never shrunk: `super::larger`). Hands `buf` back otherwise, to be
     /// freed (which serves the queue). Only the first waiter is looked at:
     /// first come, first served, as with the grants of bytes.
     ///
@@ -282,11 +278,31 @@ impl WaitQueue {
     }
 
     /// The bytes the first waiter not yet granted wants, if a released
-    /// buffer may serve it (see [`hand_over`](Self::hand_over)).
-    pub(crate) fn first_handable(&self) -> Option<u64> {
+    /// buffer may serve it (see [`hand_over`](Self::hand_over)), and the
+    /// bytes the next waiter not yet granted behind it wants (0: none), for
+    /// a release to weigh whether the part of a larger buffer beyond the
+    /// first request would serve that one.
+    pub(crate) fn first_handable(&self) -> Option<(u64, u64)> {
+        let q = self.lock();
+        let i = q.first_ungranted()?;
+        let entry = &q.entries[i];
+        if !entry.handable {
+            return None;
+        }
+        let next = q
+            .entries
+            .iter()
+            .skip(i + 1)
+            .find(|e| !e.granted)
+            .map_or(0, |e| e.bytes);
+        Some((entry.bytes, next))
+    }
+
+    /// The id and the bytes of the first waiter not yet granted, if any.
+    pub(crate) fn first(&self) -> Option<(u64, u64)> {
         let q = self.lock();
         let entry = &q.entries[q.first_ungranted()?];
-        entry.handable.then_some(entry.bytes)
+        Some((entry.id, entry.bytes))
     }
 
     /// Looks whether waiter `id` was granted (then it leaves the queue);
@@ -470,6 +486,30 @@ mod tests {
         assert!(matches!(q.poll(&ledger, 0, None), Polled::Granted(None)));
         assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
         assert_eq!(ledger.allocated(), 100);
+    }
+
+    /// What a release weighs: the first waiter not yet granted, and the
+    /// next one behind it (a wait for a growth is not handable).
+    #[test]
+    fn the_first_and_the_next_not_yet_granted() {
+        let ledger = Ledger::new(Some(100));
+        ledger.reserve(100).unwrap();
+        let q = &ledger.waiters;
+        let (_, wa) = waker();
+        let (_, wb) = waker();
+        let (_, wc) = waker();
+        assert_eq!((q.first(), q.first_handable()), (None, None));
+        q.join(&ledger, 60, Wake::Task(wa));
+        q.join(&ledger, 30, Wake::Task(wb));
+        q.join_for(&ledger, 10, Wake::Task(wc), false);
+        assert_eq!(q.first(), Some((0, 60)));
+        assert_eq!(q.first_handable(), Some((60, 30)));
+        ledger.free(60); // grants the first
+        assert_eq!(q.first(), Some((1, 30)));
+        assert_eq!(q.first_handable(), Some((30, 10)));
+        ledger.free(30); // and the second
+        assert_eq!(q.first(), Some((2, 10)));
+        assert_eq!(q.first_handable(), None, "a growth's wait");
     }
 
     #[test]
