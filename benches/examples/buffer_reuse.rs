@@ -41,12 +41,12 @@
 //! within a few pages, 4–24 KiB (`docs/BENCHMARKS.md`, "Buffers that grow").
 
 use std::hint::black_box;
-use std::process::Command;
 use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use recycler_benches::process::{peak_rss_kib, rss_kib, run_self, status_kib};
 use recycler_benches::{Dispatch, check_env};
 use recycler_core::buffer::BufferPool;
 use recycler_core::{Recyclable, Recycler};
@@ -57,36 +57,11 @@ static GLOBAL: Dispatch = Dispatch::new();
 const KIB: usize = 1024;
 const MIB: usize = 1 << 20;
 
-/// The peak resident set of this process, in KiB (`VmHWM`).
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// The resident set of this process now, in KiB (`VmRSS`).
-fn rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// The anonymous part of this process's resident set now, in KiB
 /// (`RssAnon`: heap, thread stacks, statics written; not the pages of the
 /// executable and the libraries, `RssFile`).
 fn anon_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    status_kib("RssAnon:").unwrap_or(0)
 }
 
 /// Runs `f` on `threads` threads at once; the slowest thread's time.
@@ -333,21 +308,6 @@ fn limit(sizes: &[usize], limit: usize, serve_larger: bool) -> (Duration, f64, u
     )
 }
 
-/// Runs one contender in a child process (this executable again) and
-/// returns its output line.
-fn child(args: &[&str]) -> String {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(args)
-        .output()
-        .expect("child runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 fn main() {
     if let Err(err) = check_env() {
         eprintln!("{err}");
@@ -412,7 +372,7 @@ fn main() {
                     );
                     let mut base = None;
                     for c in ["bytesmut", "vec", "pool", "pool_serve_larger_off"] {
-                        let line = child(&["grow", c, threads]);
+                        let line = run_self(&["grow", c, threads]);
                         let ns: f64 = line.split(' ').next().unwrap().parse().unwrap();
                         let base = *base.get_or_insert(ns);
                         println!("  {c:24} {line}  ({:.2}x bytesmut)", ns / base);
@@ -432,7 +392,7 @@ fn main() {
                     "pool_max_idle_memory",
                     "pool_serve_larger_off",
                 ] {
-                    let line = child(&["burst", c]);
+                    let line = run_self(&["burst", c]);
                     let ns: f64 = line.split(' ').next().unwrap().parse().unwrap();
                     let base = *base.get_or_insert(ns);
                     println!("  {c:24} {line}  ({:.2}x vec)", ns / base);
@@ -442,7 +402,7 @@ fn main() {
                 println!("limit, 4 threads: ns/acquire, hit ratio, waits, timeouts (2 s)");
                 for n in ["2", "4"] {
                     for larger in ["on", "off"] {
-                        let line = child(&["limit", n, larger]);
+                        let line = run_self(&["limit", n, larger]);
                         println!("  {n} sizes, serve_larger {larger:3}  {line}");
                     }
                 }
