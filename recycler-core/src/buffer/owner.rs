@@ -47,11 +47,11 @@ impl PoolInner {
         let (mut buf, aux, local) = popped?;
         Buf::reset(&mut buf);
         if let Some(acct) = &self.counted {
-            // SAFETY: under a cap, `count_in_thread_delta` set every indexed
-            // cache's `aux` to its owner's cell of the account the owner
-            // paths count the bucket in (the thread's cell in its index
-            // under `max_idle_memory`, the cache's own cell under
-            // `max_idle_per_bucket`), which lives as long as the pool.
+            // Under a cap, `count_in_thread_delta` set every indexed cache's
+            // `aux` to its owner's cell of the account the owner paths count
+            // the bucket in (the thread's cell in its index under
+            // `max_idle_memory`, the cache's own under `max_idle_per_bucket`).
+            // SAFETY: that cell lives as long as the pool.
             let cell = unsafe { &*aux.cast::<DeltaCell>() };
             self.account_of(acct, idx).sub(cell, buf.capacity() as u64);
         }
@@ -122,11 +122,11 @@ impl PoolInner {
                 let acct = self.account_of(acct, idx);
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;
                 let admit = |aux: *const ()| {
-                    // SAFETY: under a cap, an indexed cache's `aux` is its
-                    // owner's cell of the account the owner paths count the
-                    // bucket in (see `pop_own`), which lives as long as the
-                    // pool; null if the pool has not indexed this cache
-                    // (then: the slow path).
+                    // Under a cap, an indexed cache's `aux` is its owner's
+                    // cell of the account the owner paths count the bucket
+                    // in (see `pop_own`); null if the pool has not indexed
+                    // this cache (then: the slow path).
+                    // SAFETY: that cell lives as long as the pool.
                     match unsafe { aux.cast::<DeltaCell>().as_ref() } {
                         Some(cell) => acct.try_add(cell, bytes),
                         None => false,
