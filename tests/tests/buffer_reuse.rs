@@ -218,14 +218,14 @@ fn poll<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
 
 type Wait = Pin<Box<dyn Future<Output = Result<OwnedPooledBuf, AcquireError>> + Send>>;
 
+/// A shared pool of the default buckets under a memory limit of `bytes`.
+fn limited(bytes: usize) -> Arc<BufferPool> {
+    Arc::new(BufferPool::builder().memory_limit(bytes).build().unwrap())
+}
+
 #[test]
 fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(24 * KIB)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited(24 * KIB);
     let big = pool.acquire_owned(16 * KIB);
     let small = pool.acquire_owned(4 * KIB);
     let other = pool.acquire_owned(4 * KIB);
@@ -259,7 +259,7 @@ fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
 
 #[test]
 fn what_a_larger_release_holds_beyond_the_request_serves_the_next_waiter() {
-    let pool = Arc::new(BufferPool::builder().memory_limit(8 * KIB).build().unwrap());
+    let pool = limited(8 * KIB);
     let held = pool.acquire_owned(8 * KIB);
     let mut first: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
     let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
@@ -328,7 +328,7 @@ fn contended(
         Waiting(Wait),
         Holding(OwnedPooledBuf, usize),
     }
-    let pool = Arc::new(BufferPool::builder().memory_limit(limit).build().unwrap());
+    let pool = limited(limit);
     let mut states: Vec<State> = (0..tasks).map(|_| State::Idle).collect();
     let mut next = 0usize;
     let mut next_of = vec![0usize; tasks];
@@ -420,12 +420,7 @@ fn sizes_in_turn_under_a_limit_keep_the_hit_ratio() {
 /// allocates its own size, as before (W4).
 #[test]
 fn at_the_limit_an_acquire_takes_a_larger_idle_buffer() {
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(32 * KIB)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited(32 * KIB);
     let a = pool.acquire_owned(16 * KIB);
     let held = pool.acquire_owned(16 * KIB);
     drop(a); // idle in this thread's cache; the limit is full
@@ -476,12 +471,7 @@ fn at_the_limit_an_acquire_takes_a_larger_idle_buffer() {
 /// waiter allocated a fresh 16 KiB once the 4 KiB came back.)
 #[test]
 fn a_larger_release_goes_whole_to_the_first_waiter_when_it_serves_the_next() {
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(24 * KIB)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited(24 * KIB);
     let big = pool.acquire_owned(16 * KIB);
     let other = pool.acquire_owned(8 * KIB);
     let mut first: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
@@ -515,12 +505,7 @@ fn a_larger_release_goes_whole_to_the_first_waiter_when_it_serves_the_next() {
 /// release, which handed the idle buffer over.)
 #[test]
 fn a_wait_is_served_from_another_threads_idle_buffer_at_once() {
-    let pool = Arc::new(
-        BufferPool::builder()
-            .memory_limit(16 * KIB)
-            .build()
-            .unwrap(),
-    );
+    let pool = limited(16 * KIB);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let other = {
