@@ -53,7 +53,7 @@
 use std::cell::Cell;
 use std::fmt;
 
-use crate::loom::{AtomicU64, Ordering::Relaxed, Weak, const_thread_local};
+use crate::loom::{Arc, AtomicU64, Ordering::Relaxed, Weak, const_thread_local};
 
 /// Frees idle objects for an [`IdleAccount`]: the buffer pool, which walks
 /// its buckets.
@@ -111,6 +111,10 @@ pub(crate) struct IdleAccount {
     threshold: i64,
     /// Frees idle objects of other members when a release would go over.
     evictor: Option<Weak<dyn Evict>>,
+    /// The account that this one's objects count in too, with the same
+    /// deltas: a buffer pool's idle-memory account above each bucket's own
+    /// account, when both caps are set (see [`IdleAccount::with_parent`]).
+    parent: Option<Arc<IdleAccount>>,
 }
 
 /// The largest byte count the account tells apart (64 PiB): caps and object
@@ -134,6 +138,24 @@ impl IdleAccount {
             cap: signed(cap),
             threshold: signed(threshold(cap, largest)),
             evictor,
+            parent: None,
+        }
+    }
+
+    /// An account capping its objects at `cap` bytes, whose largest weighs
+    /// `largest` bytes, whose objects all count in `parent` as well: a
+    /// buffer pool's bucket under `max_idle_per_bucket`, in a pool under
+    /// `max_idle_memory` too. The two share this account's deltas: a thread
+    /// publishes its delta into both, and a release is admitted when both
+    /// caps admit it (the parent's evictor making room in the parent, never
+    /// in this one: a release over this cap is dropped). The parent sees a
+    /// thread's delta for this member but not its deltas for the others, so
+    /// its bound loosens by those (see `docs/buffers.md`, "The per-bucket
+    /// cap").
+    pub(crate) fn with_parent(cap: u64, largest: u64, parent: Arc<IdleAccount>) -> Self {
+        Self {
+            parent: Some(parent),
+            ..Self::new(cap, largest, None)
         }
     }
 
@@ -142,8 +164,13 @@ impl IdleAccount {
         self.published.0.load(Relaxed) as i64
     }
 
+    /// Adds `delta` to the published total (and to the parent's); returns
+    /// this account's new total.
     #[inline]
     fn publish(&self, delta: i64) -> i64 {
+        if let Some(parent) = &self.parent {
+            parent.publish(delta);
+        }
         (self.published.0.fetch_add(delta as u64, Relaxed) as i64).wrapping_add(delta)
     }
 
@@ -171,6 +198,15 @@ impl IdleAccount {
             .wrapping_add(bytes);
         if seen > self.cap {
             return false;
+        }
+        if let Some(parent) = &self.parent {
+            let seen = parent
+                .published()
+                .wrapping_add(cell.get())
+                .wrapping_add(bytes);
+            if seen > parent.cap {
+                return false;
+            }
         }
         self.add(cell, bytes);
         true
@@ -215,15 +251,18 @@ impl IdleAccount {
             self.publish(own)
         };
         let bytes = signed(bytes);
-        let excess = seen.wrapping_add(bytes).wrapping_sub(self.cap);
-        if excess > 0 {
-            let freed = match self.evictor.as_ref().and_then(Weak::upgrade) {
-                Some(evictor) => evictor.evict_others(excess as u64, member),
-                None => 0,
-            };
-            if signed(freed) < excess {
-                return false;
+        let room = match &self.parent {
+            None => self.make_room(seen, bytes, member),
+            // Over this account's own cap: nothing is evicted for it (a
+            // bucket's cap drops the release, as Jetty's bucket does);
+            // else the parent makes room among the other members.
+            Some(parent) => {
+                seen.wrapping_add(bytes) <= self.cap
+                    && parent.make_room(parent.published(), bytes, member)
             }
+        };
+        if !room {
+            return false;
         }
         match cell {
             Some(cell) => self.add(cell, bytes),
@@ -232,6 +271,34 @@ impl IdleAccount {
             }
         }
         true
+    }
+
+    /// Counts `bytes` of idle objects straight into the published total if
+    /// every cap admits them as published, evicting nothing: for an object
+    /// made idle where no thread's delta can count it (a stripe's prefill).
+    pub(crate) fn try_publish(&self, bytes: u64) -> bool {
+        let bytes = signed(bytes);
+        let fits = |acct: &IdleAccount| acct.published().wrapping_add(bytes) <= acct.cap;
+        if !fits(self) || self.parent.as_deref().is_some_and(|p| !fits(p)) {
+            return false;
+        }
+        self.publish(bytes);
+        true
+    }
+
+    /// Whether `bytes` more fit under the cap with `seen` bytes published,
+    /// after evicting idle objects of members other than `member` worth the
+    /// excess, if there is one.
+    fn make_room(&self, seen: i64, bytes: i64, member: usize) -> bool {
+        let excess = seen.wrapping_add(bytes).wrapping_sub(self.cap);
+        if excess <= 0 {
+            return true;
+        }
+        let freed = match self.evictor.as_ref().and_then(Weak::upgrade) {
+            Some(evictor) => evictor.evict_others(excess as u64, member),
+            None => 0,
+        };
+        signed(freed) >= excess
     }
 
     /// Takes `bytes` of idle objects that the pool dropped (evicted, trimmed,
@@ -383,6 +450,62 @@ mod tests {
             assert_eq!(acct.total(cell.get()), expected);
             assert!(acct.total(cell.get()) <= 100);
         }
+    }
+
+    /// Two members' accounts under a parent: each cap holds, the parent's
+    /// too; a member over its own cap is refused without eviction; over the
+    /// parent's, the parent's evictor frees others'; publishes, forgets and
+    /// striped publishes reach the parent.
+    #[test]
+    fn a_parent_counts_its_members_deltas_and_caps_them_together() {
+        let fake = Arc::new(Fake {
+            acct: StdMutex::new(None),
+            frees: 1000,
+            asked: StdMutex::new(Vec::new()),
+        });
+        let weak: Weak<dyn Evict> = Arc::downgrade(&fake) as Weak<dyn Evict>;
+        let pool = Arc::new(IdleAccount::new(100, 0, Some(weak)));
+        let a = IdleAccount::with_parent(60, 10, Arc::clone(&pool)); // threshold 20
+        let b = Arc::new(IdleAccount::with_parent(60, 10, Arc::clone(&pool)));
+        *fake.acct.lock().unwrap() = Some(Arc::clone(&b));
+        let (ca, cb) = (&DeltaCell::new(), &DeltaCell::new());
+        for _ in 0..6 {
+            assert!(a.try_add(ca, 10));
+        }
+        assert!(!a.try_add(ca, 10), "a's own cap, 60");
+        assert!(!a.admit(Some(ca), 10, 0), "no eviction for a member's cap");
+        assert!(fake.asked.lock().unwrap().is_empty());
+        assert_eq!(a.total(ca.get()), 60);
+        assert_eq!(pool.total(ca.get()), 60, "the parent has a's bytes");
+        for _ in 0..4 {
+            assert!(b.try_add(cb, 10));
+        }
+        assert_eq!(pool.total(ca.get() + cb.get()), 100);
+        assert!(!b.try_add(cb, 10), "the parent's cap, 100");
+        // Over the parent's cap: its evictor frees (here: from b, the
+        // fake's member) worth the excess, skipping the member `1`.
+        assert!(b.admit(Some(cb), 10, 1));
+        assert_eq!(*fake.asked.lock().unwrap(), [(10, 1)]);
+        assert!(pool.total(ca.get() + cb.get()) <= 100);
+        assert_eq!(
+            pool.total(ca.get() + cb.get()),
+            a.total(ca.get()) + b.total(cb.get()),
+            "the parent is the sum of its members"
+        );
+        // Taken, forgotten and published straight: the parent follows.
+        a.sub(ca, 60);
+        assert_eq!(a.total(ca.get()), 0);
+        assert!(a.try_publish(30));
+        assert!(!a.try_publish(40), "a's cap");
+        a.forget(30);
+        assert_eq!(
+            pool.total(ca.get() + cb.get()),
+            a.total(ca.get()) + b.total(cb.get())
+        );
+        a.flush(ca);
+        b.flush(cb);
+        assert_eq!((ca.get(), cb.get()), (0, 0));
+        assert_eq!(pool.total(0), a.total(0) + b.total(0));
     }
 
     #[test]

@@ -13,7 +13,6 @@ use std::thread;
 use std::time::Duration;
 
 use common::{Rng, assert_buffers_counted};
-use recycler_core::ConfigError;
 use recycler_core::buffer::{BufferPool, BufferPoolStats, OwnedPooledBuf};
 
 const KIB: usize = 1024;
@@ -127,20 +126,113 @@ fn usize_max_pools_everything() {
     assert_quiet_books(&s);
 }
 
+/// The slack of `max_idle_memory` under the bucket cap too, for `threads`
+/// releasing threads: each one's unpublished deltas, one per bucket below
+/// `max(n × capacity / 8, 2 × capacity)`, which the pool's account does not
+/// see (`docs/buffers.md`, "The per-bucket cap"), and a buffer in flight
+/// per other thread.
+fn both_caps_slack(n: usize, capacities: &[usize], threads: usize) -> u64 {
+    let deltas: usize = capacities.iter().map(|&c| (n * c / 8).max(2 * c)).sum();
+    (threads * deltas + (threads - 1) * capacities.iter().max().unwrap()) as u64
+}
+
+/// Both caps at once: each bucket keeps at most `n` (exact on one thread),
+/// all of them at most `max_idle_memory` and the slack above; a release
+/// over the memory cap evicts other buckets' buffers, one over a bucket's
+/// cap is freed; the books balance.
 #[test]
-fn it_cannot_be_combined_with_max_idle_memory() {
-    let err = BufferPool::builder()
-        .max_idle_memory(1 << 20)
-        .max_idle_per_bucket(8)
+fn with_max_idle_memory_both_caps_hold() {
+    const N: usize = 4;
+    const CAP: usize = 48 * KIB;
+    let sizes = [4 * KIB, 8 * KIB, 12 * KIB, 16 * KIB];
+    let pool = BufferPool::builder()
+        .max_idle_memory(CAP)
+        .max_idle_per_bucket(N)
         .build()
-        .unwrap_err();
-    assert_eq!(
-        err,
-        ConfigError::Conflict {
-            field: "max_idle_per_bucket",
-            other: "max_idle_memory"
+        .unwrap();
+    for round in 0..3 {
+        for &size in &sizes {
+            churn(&pool, size, 10);
+            let s = pool.stats();
+            for b in &s.buckets {
+                assert!(b.idle <= N as u64, "round {round}: {s}");
+            }
+            let bound = CAP as u64 + both_caps_slack(N, &sizes, 1);
+            assert!(s.idle_memory <= bound, "{} > {bound}: {s}", s.idle_memory);
+            assert_quiet_books(&s);
         }
+    }
+    let s = pool.stats();
+    let t = s.total();
+    assert!(t.evicts > 0, "the memory cap evicted: {s}");
+    assert!(t.removes > 0, "the bucket cap freed releases: {s}");
+    // Each size in turn evicted the others (the memory cap is a third of
+    // the buckets' caps together); one size again and again is served.
+    churn(&pool, 16 * KIB, 3);
+    let before = pool.stats().buckets[3].pooled;
+    churn(&pool, 16 * KIB, 3);
+    let s = pool.stats();
+    assert_eq!(s.buckets[3].pooled, before + 3, "{s}");
+    assert_eq!(
+        (s.max_idle_per_bucket, s.max_idle_memory),
+        (Some(N as u64), Some(CAP as u64))
     );
+    pool.trim();
+    let s = pool.stats();
+    assert_eq!((s.idle_memory, s.accounted_idle_memory), (0, 0), "{s}");
+}
+
+/// Both caps, four threads releasing into four buckets at once.
+#[test]
+fn with_max_idle_memory_several_threads_stay_within_the_bounds() {
+    const THREADS: usize = 4;
+    const N: usize = 6;
+    const CAP: usize = 64 * KIB;
+    let sizes = [4 * KIB, 8 * KIB, 12 * KIB, 16 * KIB];
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_idle_memory(CAP)
+            .max_idle_per_bucket(N)
+            .build()
+            .unwrap(),
+    );
+    let start = Arc::new(Barrier::new(THREADS));
+    let done = Arc::new(Barrier::new(THREADS + 1));
+    let leave = Arc::new(Barrier::new(THREADS + 1));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (pool, start, done, leave) = (
+                Arc::clone(&pool),
+                Arc::clone(&start),
+                Arc::clone(&done),
+                Arc::clone(&leave),
+            );
+            thread::spawn(move || {
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1));
+                start.wait();
+                for _ in 0..300 {
+                    let size = sizes[(rng.next() % sizes.len() as u64) as usize];
+                    churn(&pool, size, 1 + (rng.next() % 8) as usize);
+                }
+                // Alive while the main thread reads: their deltas count.
+                done.wait();
+                leave.wait();
+            })
+        })
+        .collect();
+    done.wait();
+    let s = pool.stats();
+    for b in &s.buckets {
+        assert!(b.idle <= bound(N, THREADS), "{s}");
+    }
+    let cap = CAP as u64 + both_caps_slack(N, &sizes, THREADS);
+    assert!(s.idle_memory <= cap, "{} > {cap}: {s}", s.idle_memory);
+    assert_quiet_books(&s);
+    leave.wait();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_quiet_books(&pool.stats());
 }
 
 #[test]

@@ -257,8 +257,13 @@ impl BufferPoolBuilder {
     /// releasing into the bucket. With one releasing thread it holds
     /// exactly. 0 keeps nothing idle: every buffer is freed when dropped.
     ///
-    /// It cannot be combined with `max_idle_memory` yet: [`build`](Self::build)
-    /// returns [`ConfigError::Conflict`].
+    /// With [`max_idle_memory`](Self::max_idle_memory) too, both hold: a
+    /// release past the bucket's cap is freed, one past the memory cap
+    /// evicts other buckets' idle buffers first, as without the bucket cap.
+    /// The threads' deltas are then kept per bucket, and the memory cap's
+    /// bound loosens by each releasing thread's unpublished deltas, below
+    /// `max(n × capacity / 8, 2 × capacity)` per bucket (see the buffer
+    /// guide, "The per-bucket cap").
     ///
     /// # Examples
     ///

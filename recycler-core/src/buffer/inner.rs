@@ -59,8 +59,9 @@ pub(crate) struct PoolInner {
     /// (empty otherwise): a cap of `n × capacity` bytes, every idle buffer
     /// of a bucket weighing its capacity, the account the bucket's recycler
     /// counts in. It is counted in the delta cell of the thread's cache of
-    /// the bucket (`max_idle_memory` counts in the thread's one cell in its
-    /// index, [`PoolLocal`]).
+    /// the bucket (`max_idle_memory` alone counts in the thread's one cell
+    /// in its index, [`PoolLocal`]); under `max_idle_memory` too, that
+    /// cell's delta counts in the pool's account as well (its parent).
     pub(crate) bucket_idle: Box<[Arc<IdleAccount>]>,
     /// Each thread's index of its caches.
     pub(crate) locals: SlotList<PoolLocal>,
@@ -124,17 +125,23 @@ impl PoolInner {
         // own, which nothing evicts for: a release over it frees its buffer
         // (Jetty's `maxBucketSize`). The largest buffer is the bucket's, so
         // that a thread that takes and returns buffers in turn does not
-        // publish on every operation. Made now (the owner paths read them
-        // without a check); the buckets' recyclers, when first used.
-        let bucket_idle: Box<[Arc<IdleAccount>]> = match (config.max_idle_per_bucket, &idle) {
-            (Some(n), None) => (0..n_buckets)
+        // publish on every operation. Under `max_idle_memory` too, each
+        // counts in the pool's account as well (its parent: the same
+        // deltas, published into both), whose evictor makes room there.
+        // Made now (the owner paths read them without a check); the
+        // buckets' recyclers, when first used.
+        let bucket_idle: Box<[Arc<IdleAccount>]> = match config.max_idle_per_bucket {
+            Some(n) => (0..n_buckets)
                 .map(|i| {
                     let capacity = ((i + 1) * config.bucket_step) as u64;
                     let cap = (n as u64).saturating_mul(capacity);
-                    Arc::new(IdleAccount::new(cap, capacity, None))
+                    Arc::new(match &idle {
+                        Some(pool) => IdleAccount::with_parent(cap, capacity, Arc::clone(pool)),
+                        None => IdleAccount::new(cap, capacity, None),
+                    })
                 })
                 .collect(),
-            _ => Box::new([]),
+            None => Box::new([]),
         };
         let buckets = (0..n_buckets)
             .map(|i| Bucket {
@@ -218,9 +225,11 @@ impl PoolInner {
         self.buckets[idx]
             .recycler
             .get_or_init(|| {
-                let shared = match (&self.idle, self.bucket_idle.get(idx)) {
-                    (Some(acct), _) => Some((Arc::clone(acct), idx)),
-                    (None, Some(own)) => Some((Arc::clone(own), 0)),
+                // The bucket's own account if it has one (which counts in
+                // the pool's too, if there is one), else the pool's.
+                let shared = match (self.bucket_idle.get(idx), &self.idle) {
+                    (Some(own), _) => Some((Arc::clone(own), idx)),
+                    (None, Some(acct)) => Some((Arc::clone(acct), idx)),
                     (None, None) => None,
                 };
                 Recycler::from_parts(Box::new(never_called), self.bucket_config, shared)
@@ -244,8 +253,10 @@ impl PoolInner {
     /// thread's delta (kept in its index, and in bucket caches the pool has
     /// not indexed).
     ///
-    /// Under `max_idle_per_bucket`, the sum of the buckets' accounts, each
-    /// its published total plus the deltas in its caches.
+    /// Under `max_idle_per_bucket` alone, the sum of the buckets' accounts,
+    /// each its published total plus the deltas in its caches. (With
+    /// `max_idle_memory` too, the pool's account has every bucket's
+    /// publishes, and the deltas are the caches': the first sum.)
     pub(crate) fn accounted_idle(&self) -> u64 {
         let Some(acct) = &self.idle else {
             return self

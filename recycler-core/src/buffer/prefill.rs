@@ -133,9 +133,7 @@ impl PoolInner {
         if inner.stripes.is_some() {
             // No thread has a cache: the stripes' paths publish at once,
             // and so does this.
-            return acct
-                .admit(None, bytes, 0)
-                .then_some(Counted::Published(acct));
+            return acct.try_publish(bytes).then_some(Counted::Published(acct));
         }
         // The cache's own cell, where the owner paths count the bucket's
         // buffers (`count_in_thread_delta`).

@@ -142,21 +142,16 @@ fn zero_idle_cap_and_zero_per_thread_are_valid() {
 }
 
 #[test]
-fn bucket_cap_zero_is_valid_and_cannot_join_the_memory_cap() {
+fn bucket_cap_zero_is_valid_and_joins_the_memory_cap() {
     let c = BufferPoolBuilder::new().max_idle_per_bucket(0).validate();
     assert_eq!(c.map(|c| c.max_idle_per_bucket), Ok(Some(0)));
-    let e = err(BufferPoolBuilder::new()
+    let c = BufferPoolBuilder::new()
         .max_idle_per_bucket(4)
-        .max_idle_memory(1 << 20));
+        .max_idle_memory(1 << 20)
+        .validate()
+        .unwrap();
     assert_eq!(
-        e,
-        ConfigError::Conflict {
-            field: "max_idle_per_bucket",
-            other: "max_idle_memory"
-        }
-    );
-    assert_eq!(
-        e.to_string(),
-        "`max_idle_per_bucket` cannot be combined with `max_idle_memory`"
+        (c.max_idle_per_bucket, c.max_idle_memory),
+        (Some(4), Some(1 << 20))
     );
 }

@@ -92,16 +92,6 @@ impl BufferPoolBuilder {
                 });
             }
         }
-        if c.max_idle_per_bucket.is_some() && c.max_idle_memory.is_some() {
-            // Each bucket counts its idle buffers in an account of its own,
-            // where `max_idle_memory` counts all of them in one: the core
-            // keeps one account per recycler (a bucket), so the two do not
-            // combine yet.
-            return Err(ConfigError::Conflict {
-                field: "max_idle_per_bucket",
-                other: "max_idle_memory",
-            });
-        }
         Ok(c)
     }
 }
