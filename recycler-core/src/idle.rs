@@ -192,21 +192,12 @@ impl IdleAccount {
     #[inline(always)]
     pub(crate) fn try_add(&self, cell: &DeltaCell, bytes: u64) -> bool {
         let bytes = signed(bytes);
-        let seen = self
-            .published()
-            .wrapping_add(cell.get())
-            .wrapping_add(bytes);
-        if seen > self.cap {
+        let delta = cell.get();
+        let fits = |acct: &IdleAccount| {
+            acct.published().wrapping_add(delta).wrapping_add(bytes) <= acct.cap
+        };
+        if !fits(self) || self.parent.as_deref().is_some_and(|p| !fits(p)) {
             return false;
-        }
-        if let Some(parent) = &self.parent {
-            let seen = parent
-                .published()
-                .wrapping_add(cell.get())
-                .wrapping_add(bytes);
-            if seen > parent.cap {
-                return false;
-            }
         }
         self.add(cell, bytes);
         true
