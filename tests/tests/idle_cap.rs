@@ -248,8 +248,8 @@ fn a_panicking_retained_bytes_on_get_counts_the_object_dropped() {
 
 /// The pipeline of the guide's "Memory: the one setting to know", in
 /// lock-step rounds so that it does not depend on timing: a producer fills
-/// 256 messages a round and sends them to a consumer, which drops them
-/// (foreign releases) before the next round. One round in eight is a burst
+/// 256 messages a round and sends them to a consumer, which holds them to
+/// the round's end and drops them (foreign releases) before the next. One round in eight is a burst
 /// of 64 KiB payloads, the others 512 bytes. With the defaults every
 /// message in circulation keeps a burst's capacity for ever; under
 /// `max_idle_bytes` what the idle ones keep stays within the cap's bound.
@@ -262,10 +262,16 @@ fn a_pipeline_keeps_its_bursts_large_unless_capped() {
         let (tx, rx) = crossbeam_channel::bounded::<Option<_>>(WINDOW + 1);
         let (ack_tx, ack_rx) = crossbeam_channel::bounded::<()>(1);
         let consumer = thread::spawn(move || {
+            // Holds a round's messages until its end: the round's 256 are
+            // then 256 objects, none reused within the round.
+            let mut round = Vec::with_capacity(WINDOW);
             while let Ok(msg) = rx.recv() {
                 match msg {
-                    Some(m) => drop(m),
-                    None => ack_tx.send(()).unwrap(),
+                    Some(m) => round.push(m),
+                    None => {
+                        round.clear();
+                        ack_tx.send(()).unwrap();
+                    }
                 }
             }
         });
