@@ -45,7 +45,9 @@ impl<T: Recyclable> Inner<T> {
             obj = reset;
         }
         if let Some(acct) = &self.idle {
-            let mine = self.local_for_current();
+            // The object's home, if this thread owns it, is this thread's
+            // cache: no lookup.
+            let mine = owned.or_else(|| self.local_for_current());
             let bytes = {
                 let unwinding = OnUnwind(|| {
                     self.count_release(home, 1);
