@@ -174,6 +174,42 @@ struct WholeMsg {
     body: Vec<u8>,
 }
 
+/// A message of either kind: its body.
+trait Body {
+    fn body(&mut self) -> &mut Vec<u8>;
+}
+
+impl Body for ShrunkMsg {
+    fn body(&mut self) -> &mut Vec<u8> {
+        &mut self.body
+    }
+}
+
+impl Body for WholeMsg {
+    fn body(&mut self) -> &mut Vec<u8> {
+        &mut self.body
+    }
+}
+
+/// Part 2 with messages from `r`: each taken, its body grown to 4 MiB in
+/// `chunk`s, dropped. The hit ratio and the idle objects afterwards.
+fn burst_recycled<M: Recyclable + Body + Send + 'static>(
+    r: Recycler<M>,
+    chunk: &[u8],
+) -> (f64, u64) {
+    for _ in 0..BURSTS * BURST {
+        let mut m = r.get();
+        let body = m.body();
+        body.reserve(1000);
+        while body.len() < 4 * MIB {
+            body.extend_from_slice(chunk);
+        }
+        black_box(&body[..]);
+    }
+    let s = r.stats();
+    (s.hits as f64 / s.gets as f64, s.idle)
+}
+
 const BURSTS: usize = 8;
 const BURST: usize = 256;
 
@@ -210,33 +246,14 @@ fn burst(contender: &str) -> (Duration, f64, u64) {
             }
         }
         "recycler_shrink_to" => {
-            let r: Recycler<ShrunkMsg> = Recycler::new();
-            for _ in 0..BURSTS * BURST {
-                let mut m = r.get();
-                m.body.reserve(1000);
-                while m.body.len() < 4 * MIB {
-                    m.body.extend_from_slice(&chunk);
-                }
-                black_box(&m.body[..]);
-            }
-            let s = r.stats();
-            ratio = s.hits as f64 / s.gets as f64;
-            idle_after = s.idle;
+            (ratio, idle_after) = burst_recycled(Recycler::<ShrunkMsg>::new(), &chunk)
         }
         "recycler_max_idle_bytes" => {
-            let r: Recycler<WholeMsg> =
-                Recycler::builder().max_idle_bytes(8 * MIB).build().unwrap();
-            for _ in 0..BURSTS * BURST {
-                let mut m = r.get();
-                m.body.reserve(1000);
-                while m.body.len() < 4 * MIB {
-                    m.body.extend_from_slice(&chunk);
-                }
-                black_box(&m.body[..]);
-            }
-            let s = r.stats();
-            ratio = s.hits as f64 / s.gets as f64;
-            idle_after = s.idle;
+            let r = Recycler::<WholeMsg>::builder()
+                .max_idle_bytes(8 * MIB)
+                .build()
+                .unwrap();
+            (ratio, idle_after) = burst_recycled(r, &chunk);
         }
         _ => {
             let pool = BufferPool::builder()

@@ -223,6 +223,32 @@ fn limited(bytes: usize) -> Arc<BufferPool> {
     Arc::new(BufferPool::builder().memory_limit(bytes).build().unwrap())
 }
 
+/// A release handed whole to the first waiter frees nothing, but the
+/// waiter behind it, held up only by first come, first served, fits in the
+/// memory already free: it is served at once. (It used to sleep until the
+/// next release, with its memory free.)
+#[test]
+fn the_waiter_behind_one_handed_a_buffer_is_served_on_the_free_memory() {
+    let pool = limited(16 * KIB);
+    let a = pool.acquire_owned(8 * KIB);
+    let b = pool.acquire_owned(4 * KIB);
+    // 4 KiB free: not enough for the first, and the second is behind it.
+    let mut first: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
+    let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
+    assert!(poll(&mut first).is_pending());
+    assert!(poll(&mut second).is_pending(), "behind the first");
+    drop(a); // handed to the first, whole: nothing freed
+    let Poll::Ready(Ok(x)) = poll(&mut first) else {
+        panic!("handed the 8 KiB buffer");
+    };
+    let Poll::Ready(Ok(y)) = poll(&mut second) else {
+        panic!("the second sleeps with its 4 KiB free: {}", pool.stats());
+    };
+    assert_eq!((x.capacity(), y.capacity()), (8 * KIB, 4 * KIB));
+    drop((x, y, b));
+    assert_buffers_counted(&pool.stats());
+}
+
 #[test]
 fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
     let pool = limited(24 * KIB);

@@ -68,25 +68,16 @@ impl PoolInner {
     /// thread's own caches); a buffer that a race leaves with no waiter to
     /// take it is freed, counted as evicted, as the eviction would have.
     ///
-    /// Once a waiter is handed a buffer, the queue is served: the waiter
-    /// behind it, held up by it (first come, first served), may fit in the
-    /// memory free now.
+    /// Every caller then runs [`reclaim_for_waiters`](Self::reclaim_for_waiters)
+    /// (or is its loop), which serves the waiter behind one handed a
+    /// buffer if it fits in the memory free now.
     pub(crate) fn hand_idle_to_waiters(&self) {
-        if self.hand_idle() {
-            self.ledger.waiters.serve(&self.ledger);
-        }
-    }
-
-    /// [`hand_idle_to_waiters`](Self::hand_idle_to_waiters) but for the
-    /// serving; returns whether it handed a buffer over.
-    fn hand_idle(&self) -> bool {
-        let mut handed = false;
         while let Some((want, _)) = self.ledger.waiters.first_handable() {
             let Some(idx) = usize::try_from(want)
                 .ok()
                 .and_then(|w| self.bucket_of_capacity(w))
             else {
-                return handed;
+                return;
             };
             let top = if self.config.serve_larger {
                 self.buckets.len()
@@ -97,7 +88,7 @@ impl PoolInner {
             let Some((b, buf, home)) =
                 (idx..top).find_map(|b| self.pop_own(b, false).map(|(buf, home)| (b, buf, home)))
             else {
-                return handed;
+                return;
             };
             let bytes = buf.capacity() as u64;
             if let Err(buf) = self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
@@ -108,10 +99,8 @@ impl PoolInner {
                 inner.count_for(Some(local), |c| &c.evicted, 1);
                 inner.count_for(Some(local), |c| &c.dropped, 1);
                 drop(buf);
-                return handed;
+                return;
             }
-            handed = true;
         }
-        handed
     }
 }
