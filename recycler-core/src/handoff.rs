@@ -26,11 +26,11 @@ use crate::home::Home;
 use crate::inbox::Batch;
 use crate::loom::{Ordering, fence};
 use crate::owner::Resetting;
-use crate::reclaim;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
+use crate::unwind;
 
 /// At most this many homes have releases pending on one thread at a time.
 pub(crate) const MAX_PENDING_HOMES: usize = 8;
@@ -292,13 +292,13 @@ impl<T: Recyclable> Inner<T> {
                     i += 1;
                     continue;
                 }
-                Err(panic) => reclaim::forget_panic(panic),
+                Err(panic) => unwind::forget_panic(panic),
             }
             failed += 1;
             let obj = batch.swap_remove(i);
             // Swallowed, payload included (dropped inside `catch_unwind`).
-            if let Some(panic) = reclaim::drop_each([obj]) {
-                reclaim::forget_panic(panic);
+            if let Some(panic) = unwind::drop_each([obj]) {
+                unwind::forget_panic(panic);
             }
         }
         if failed > 0 {

@@ -54,6 +54,18 @@ use std::cell::Cell;
 use std::fmt;
 
 use crate::loom::{Arc, AtomicU64, Ordering::Relaxed, Weak, const_thread_local};
+use crate::recyclable::Recyclable;
+
+/// What an idle object weighs against an idle-memory cap: its
+/// `retained_bytes`, not counting the box the recycler keeps it in.
+#[inline]
+#[allow(
+    clippy::borrowed_box,
+    reason = "takes the box so that the box's own `Recyclable` impl, which adds its size, cannot be picked by mistake"
+)]
+pub(crate) fn bytes_of<T: Recyclable>(obj: &Box<T>) -> u64 {
+    T::retained_bytes(obj) as u64
+}
 
 /// Frees idle objects for an [`IdleAccount`]: the buffer pool, which walks
 /// its buckets.

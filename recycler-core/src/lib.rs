@@ -255,6 +255,7 @@ extern crate self as recycler_core;
 pub mod buffer;
 mod builder;
 mod cache;
+mod config;
 mod cpu;
 mod decay;
 mod depot;
@@ -282,6 +283,7 @@ mod steal;
 mod striped;
 #[cfg(feature = "track")]
 mod track;
+mod unwind;
 
 pub use crate::builder::RecyclerBuilder;
 pub use crate::error::{AcquireError, ConfigError};

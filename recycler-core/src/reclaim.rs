@@ -9,67 +9,16 @@
 //! teardown, where a panic out of a thread-local destructor would abort the
 //! process: there it is swallowed (the panic hook has reported it).
 
-use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::cache::Local;
+use crate::idle::bytes_of;
 use crate::inbox::Batch;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, EXITED};
 use crate::shared::Inner;
 use crate::stats::Counters;
-
-/// The payload of a caught panic.
-pub(crate) type Panic = Box<dyn Any + Send + 'static>;
-
-/// What an idle object weighs against an idle-memory cap: its
-/// `retained_bytes`, not counting the box the recycler keeps it in.
-#[inline]
-#[allow(
-    clippy::borrowed_box,
-    reason = "takes the box so that the box's own `Recyclable` impl, which adds its size, cannot be picked by mistake"
-)]
-pub(crate) fn bytes_of<T: Recyclable>(obj: &Box<T>) -> u64 {
-    T::retained_bytes(obj) as u64
-}
-
-/// Drops every object, each on its own, so that a panicking `Drop` does not
-/// keep the rest from being dropped; returns the first panic.
-pub(crate) fn drop_each<T>(objs: impl IntoIterator<Item = Box<T>>) -> Option<Panic> {
-    let mut first = None;
-    for obj in objs {
-        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(obj))) {
-            match first {
-                None => first = Some(panic),
-                // A later panic's payload is dropped here, on its own.
-                Some(_) => forget_panic(panic),
-            }
-        }
-    }
-    first
-}
-
-/// Disposes of a caught panic's payload without letting anything unwind: a
-/// payload is user data, and its own `Drop` may panic; that second payload
-/// is leaked rather than dropped (dropping it could panic again, without
-/// end).
-pub(crate) fn forget_panic(panic: Panic) {
-    if let Err(again) = catch_unwind(AssertUnwindSafe(|| drop(panic))) {
-        std::mem::forget(again);
-    }
-}
-
-/// The first of two caught panics; the second one's payload is disposed of
-/// with [`forget_panic`] (dropping it in place could unwind).
-pub(crate) fn first_of(first: Option<Panic>, second: Option<Panic>) -> Option<Panic> {
-    match (first, second) {
-        (Some(first), Some(second)) => {
-            forget_panic(second);
-            Some(first)
-        }
-        (first, second) => first.or(second),
-    }
-}
+use crate::unwind::{Panic, drop_each, first_of, forget_panic};
 
 /// Resumes `panic`, if any, in the caller, unless the thread is exiting (a
 /// panic would escape a thread-local destructor and abort) or already

@@ -8,7 +8,8 @@
 
 use std::fmt;
 
-use crate::builder::{Config, Factory, RecyclerBuilder, SharedIdle};
+use crate::builder::RecyclerBuilder;
+use crate::config::{Config, Factory, SharedIdle};
 use crate::guard::{OwnedPooled, Pooled};
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;

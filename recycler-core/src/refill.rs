@@ -11,24 +11,14 @@ use crate::cache::Local;
 use crate::cpu;
 use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
+use crate::idle::bytes_of;
 use crate::loom::Ordering;
-use crate::reclaim::bytes_of;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
 use crate::striped::Stripes;
-
-/// Runs its closure if dropped, that is, if what it guards unwinds; the
-/// guarded code `mem::forget`s it when it returns.
-pub(crate) struct OnUnwind<F: FnMut()>(pub(crate) F);
-
-impl<F: FnMut()> Drop for OnUnwind<F> {
-    #[cold]
-    fn drop(&mut self) {
-        (self.0)();
-    }
-}
+use crate::unwind::OnUnwind;
 
 impl<T: Recyclable> Inner<T> {
     /// `get` when the owner path found nothing: pooled, else made.

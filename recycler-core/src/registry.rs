@@ -166,7 +166,7 @@ impl ExitHooks {
             // objects it drops on an exiting thread); stay safe even so.
             let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(target)));
             if let Err(payload) = dropped {
-                crate::reclaim::forget_panic(payload);
+                crate::unwind::forget_panic(payload);
             }
         }
     }

@@ -11,14 +11,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use crate::cache::Local;
 use crate::cpu;
 use crate::home::Home;
+use crate::idle::bytes_of;
 use crate::owner::Resetting;
-use crate::reclaim::{self, bytes_of};
 use crate::recyclable::Recyclable;
-use crate::refill::OnUnwind;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
 use crate::striped::Stripes;
+use crate::unwind::{self, OnUnwind};
 
 impl<T: Recyclable> Inner<T> {
     /// Every release but the owner's push into a cache with room: discards
@@ -117,7 +117,7 @@ impl<T: Recyclable> Inner<T> {
         match catch_unwind(AssertUnwindSafe(|| Resetting::reset(obj, home))) {
             Ok(obj) => Some(obj),
             Err(panic) => {
-                reclaim::forget_panic(panic);
+                unwind::forget_panic(panic);
                 None
             }
         }

@@ -7,19 +7,19 @@
 //! releases ([`crate::handoff`]), thread exit ([`crate::exit`]), and freeing
 //! idle objects ([`crate::reclaim`]).
 
-use crate::builder::{Config, Factory, SharedIdle};
 use crate::cache::{ACCOUNTED, Local};
+use crate::config::{Config, Factory, SharedIdle};
 use crate::depot::Depot;
 use crate::home::Home;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::inbox::Batch;
 use crate::loom::{Arc, AtomicUsize, Weak};
-use crate::reclaim;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, ExitFlush};
 use crate::slots::SlotList;
 use crate::stats::{Counters, RecyclerStats, Tally};
 use crate::striped::Stripes;
+use crate::unwind;
 
 /// Marks the hot-index key of a recycler with an idle-memory cap, so that
 /// the inlined owner path (which looks up the plain id) never finds its
@@ -282,8 +282,8 @@ impl<T> Drop for Inner<T> {
         }
         held.extend(self.depot.drain());
         held.extend(self.stripes.as_ref().map(Stripes::drain));
-        if let Some(panic) = reclaim::drop_each(held.into_iter().flatten()) {
-            reclaim::forget_panic(panic);
+        if let Some(panic) = unwind::drop_each(held.into_iter().flatten()) {
+            unwind::forget_panic(panic);
         }
     }
 }

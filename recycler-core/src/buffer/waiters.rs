@@ -48,7 +48,7 @@ impl Wake {
                 // is consumed whether it returns or panics.
                 if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
                     // The payload's own `Drop` is user code too.
-                    crate::reclaim::forget_panic(payload);
+                    crate::unwind::forget_panic(payload);
                 }
             }
             Self::Thread(thread) => thread.unpark(),

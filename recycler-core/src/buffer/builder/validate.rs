@@ -2,7 +2,7 @@
 
 use super::{BufferPoolBuilder, MAX_ALIGNMENT, MAX_BUCKETS, PoolConfig};
 use crate::buffer::raw::AlignedBuf;
-use crate::builder::stripe_count;
+use crate::config::stripe_count;
 use crate::error::ConfigError;
 use crate::striped::MAX_STRIPES;
 
