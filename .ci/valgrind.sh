@@ -23,7 +23,7 @@
 # - the loom models: a build of their own (`--cfg loom`).
 # - buffer::limit::tests::backoff_is_bounded: it counts the waits made
 #   before a 20 ms deadline, which valgrind's slowdown makes too few.
-# - quiet's tokio stall (16,000 acquires of up to 32 KiB, each written).
+# - steal's tokio stall (16,000 acquires of up to 32 KiB, each written).
 # - teardown's matrix (some 200 child processes; AddressSanitizer runs it,
 #   .ci/sanitizers.sh): its regression tests run here.
 # The model-based tests run 16 scripts per property instead of 256.
@@ -35,7 +35,7 @@ if ! command -v valgrind >/dev/null; then
     apt-get update -qq && apt-get install -y -qq valgrind
 fi
 
-TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_stress striped decay soundness model quiet)
+TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_stress striped decay soundness model steal)
 
 # Prints "name executable" for each test binary cargo reports building.
 executables() {
@@ -96,7 +96,7 @@ while read -r name exe; do
         # Taking quiet threads' caches (valgrind has no `membarrier`, so the
         # caches never open and every access takes the lock: the fallback);
         # the tokio stall's 16,000 acquires run natively only.
-        quiet) run "$name" "$exe" --skip tokio_tasks ;;
+        steal) run "$name" "$exe" --skip tokio_tasks ;;
         *) run "$name" "$exe" ;;
     esac
 done <<<"$bins"

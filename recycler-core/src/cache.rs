@@ -16,23 +16,22 @@
 //! inside an operation it marks; every other access takes the lock.
 
 use std::collections::VecDeque;
+use std::ptr::NonNull;
 
-use crate::handoff::Pending;
+use crate::gate::{self, Gate, GetGate, PendingSince};
 use crate::idle::DeltaCell;
-use crate::inbox::Inbox;
+use crate::inbox::{Batch, Inbox};
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
 use crate::registry::{self, NOBODY, TOKEN_STEP, Token};
-use crate::shared::Inner;
 use crate::slots::Slot;
 use crate::stats::Counters;
-use crate::steal::gate::{self as steal, Gate, GetGate, PendingSince};
 
 /// In a cache's owner word, next to the owner's token: the recycler counts
 /// idle bytes, so releases into this cache take the slow path, which counts
 /// them. Below [`TOKEN_STEP`], so the word is never a bare token.
 pub(crate) const ACCOUNTED: u64 = 2;
 
-pub(crate) use crate::steal::gate::CLOSED;
+pub(crate) use crate::gate::CLOSED;
 
 static_assertions::const_assert!(ACCOUNTED < TOKEN_STEP && CLOSED < TOKEN_STEP);
 
@@ -55,9 +54,11 @@ pub(crate) struct Local<T> {
     /// The owning thread's token (with [`ACCOUNTED`] under an idle-memory
     /// cap), or `NOBODY`.
     owner: AtomicU64,
-    /// The recycler this cache belongs to: a guard keeps only its object and
-    /// its home, and finds the recycler through the home.
-    recycler: *const Inner<T>,
+    /// The shared state of the recycler this cache belongs to, its type
+    /// erased (the shared state holds the caches, so this file cannot name
+    /// it): a guard keeps only its object and its home, and finds the
+    /// recycler through the home ([`Inner::of`](crate::shared::Inner::of)).
+    recycler: *const (),
     /// Owner-only state: the hot slot, and the rest, in two cells (a thread
     /// taking the cache's contents never touches a plain recycler's slot).
     cache: Lines<Cells<T>>,
@@ -207,6 +208,114 @@ impl<T> Cache<'_, T> {
     }
 }
 
+/// At most this many homes have releases pending on one thread at a time.
+pub(crate) const MAX_PENDING_HOMES: usize = 8;
+
+/// Objects released on this thread, gathered per home.
+pub(crate) struct Pending<T> {
+    entries: Vec<Entry<T>>,
+}
+
+/// Released objects gathered for one home.
+pub(crate) struct Entry<T> {
+    pub(crate) home: NonNull<Local<T>>,
+    pub(crate) objs: Batch<T>,
+}
+
+impl<T> Pending<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Adds `obj` to the batch gathered for `home`, starting one in a vector
+    /// from `spare` (or a new one) if there is none. Returns a batch to send
+    /// when one is full, or when a home must make room for another.
+    ///
+    /// Consecutive releases usually share a home, and its batch is the
+    /// newest entry: that case is a compare and a push, inlined; the rest is
+    /// out of line.
+    #[inline(always)]
+    pub(crate) fn add(
+        &mut self,
+        home: NonNull<Local<T>>,
+        obj: Box<T>,
+        batch_size: usize,
+        spare: impl FnOnce() -> Option<Batch<T>>,
+    ) -> Option<Entry<T>> {
+        if let Some(last) = self.entries.last_mut()
+            && last.home == home
+        {
+            let objs = &mut last.objs;
+            // An entry's vector has room for `batch_size` objects (see
+            // `add_elsewhere`) and is sent once it holds that many.
+            debug_assert!(objs.len() < batch_size && objs.capacity() >= batch_size);
+            // SAFETY: `len < batch_size <= capacity`, so the write is in
+            // the allocation, past the initialized part, and the new
+            // length covers initialized elements only.
+            unsafe {
+                objs.as_mut_ptr().add(objs.len()).write(obj);
+                objs.set_len(objs.len() + 1);
+            }
+            if objs.len() < batch_size {
+                return None;
+            }
+            return self.entries.pop();
+        }
+        self.add_elsewhere(home, obj, batch_size, spare())
+    }
+
+    /// [`add`](Self::add) for a home that is not the newest entry's.
+    #[cold]
+    #[inline(never)]
+    fn add_elsewhere(
+        &mut self,
+        home: NonNull<Local<T>>,
+        obj: Box<T>,
+        batch_size: usize,
+        spare: Option<Batch<T>>,
+    ) -> Option<Entry<T>> {
+        if let Some(i) = self.entries.iter().position(|p| p.home == home) {
+            // Make it the newest entry, for the next release.
+            let last = self.entries.len() - 1;
+            self.entries.swap(i, last);
+            let mut entry = self.entries.pop()?;
+            entry.objs.push(obj);
+            if entry.objs.len() >= batch_size {
+                return Some(entry);
+            }
+            self.entries.push(entry);
+            return None;
+        }
+        let evicted = (self.entries.len() >= MAX_PENDING_HOMES).then(|| self.entries.remove(0));
+        let mut objs = spare.unwrap_or_default();
+        objs.reserve(batch_size);
+        objs.push(obj);
+        let entry = Entry { home, objs };
+        if batch_size == 1 {
+            debug_assert!(evicted.is_none());
+            return Some(entry);
+        }
+        self.entries.push(entry);
+        evicted
+    }
+
+    /// Takes one batch to send.
+    pub(crate) fn pop(&mut self) -> Option<Entry<T>> {
+        self.entries.pop()
+    }
+
+    /// Takes every batch, for a recycler that drops.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Batch<T>> + '_ {
+        self.entries.drain(..).map(|e| e.objs)
+    }
+}
+
 // Why a `Local` may cross threads. Every `Local<T>` is made by `Local::new`,
 // which requires `T: Send`, so the objects it holds may move between threads.
 // (The impls carry no `T: Send` bound themselves so that `Recycler<T>` and the
@@ -236,7 +345,7 @@ impl<T> Slot for Local<T> {
 
 impl<T> Local<T> {
     /// A cache of the recycler at `recycler`, owned by nobody yet.
-    pub(crate) fn new(inbox_capacity: usize, batch_size: usize, recycler: *const Inner<T>) -> Self
+    pub(crate) fn new(inbox_capacity: usize, batch_size: usize, recycler: *const ()) -> Self
     where
         T: Send,
     {
@@ -262,17 +371,10 @@ impl<T> Local<T> {
         }
     }
 
-    /// The recycler this cache belongs to.
-    ///
-    /// # Safety
-    ///
-    /// That recycler is alive for `'a` (it owns this cache, so it is alive
-    /// whenever the cache is).
+    /// The shared state of the recycler this cache belongs to, erased.
     #[inline(always)]
-    pub(crate) unsafe fn recycler<'a>(&self) -> &'a Inner<T> {
-        // SAFETY: `recycler` was set by the recycler that made this cache,
-        // to its own shared state, which the caller guarantees is alive.
-        unsafe { &*self.recycler }
+    pub(crate) fn recycler_ptr(&self) -> *const () {
+        self.recycler
     }
 
     /// The owner word: the owner's token, with [`ACCOUNTED`] if the
@@ -320,7 +422,7 @@ impl<T> Local<T> {
         }
     }
 
-    /// Reopens the owner path after a taker shut it, with the ways in the
+    /// Reopens the owner path after a stealer shut it, with the ways in the
     /// last [`open`](Self::open) recorded: for the slow paths of an owner
     /// whose fast paths found the cache shut.
     ///
@@ -360,15 +462,15 @@ impl<T> Local<T> {
     /// this cache again, so the unique borrow is never aliased.
     #[inline]
     pub(crate) unsafe fn with_cache<R>(&self, f: impl FnOnce(&mut Cache<'_, T>) -> R) -> R {
-        steal::enter();
+        gate::enter();
         if self.owner_word() & !ACCOUNTED == registry::current() {
             // SAFETY: the calling thread owns the cache, which is open, and
             // it is inside a marked operation (see `crate::steal`).
             let r = unsafe { self.with_cache_unchecked(f) };
-            steal::leave();
+            gate::leave();
             return r;
         }
-        steal::leave();
+        gate::leave();
         let _lock = self.gate.lock();
         // SAFETY: the calling thread owns the cache and holds its lock.
         unsafe { self.with_cache_unchecked(f) }

@@ -91,7 +91,7 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
         // contract of `new`), which owns the cache.
         let home = unsafe { self.home.local() };
         // SAFETY: the recycler is borrowed for `'a`.
-        unsafe { home.recycler() }
+        unsafe { Inner::of(home) }
     }
 
     /// Takes the object back as the `Box` it came in.

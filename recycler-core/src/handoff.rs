@@ -2,7 +2,8 @@
 //! home gets back there.
 //!
 //! The releasing thread gathers such objects in its own cache, per home
-//! ([`Pending`], at most [`MAX_PENDING_HOMES`] homes at a time), in batch
+//! ([`Pending`](crate::cache::Pending), at most
+//! [`MAX_PENDING_HOMES`](crate::cache::MAX_PENDING_HOMES) homes at a time), in batch
 //! vectors it takes from the home's spares (see [`crate::inbox`]), and sends
 //! a batch to the home's inbox when it holds `batch_size` objects, when the
 //! releasing thread next gets from this recycler, or when it exits. While a
@@ -25,120 +26,12 @@ use crate::cache::Local;
 use crate::home::Home;
 use crate::inbox::Batch;
 use crate::loom::{Ordering, fence};
-use crate::owner::Resetting;
 use crate::recyclable::Recyclable;
 use crate::registry;
+use crate::resetting::Resetting;
 use crate::shared::Inner;
 use crate::stats::Counters;
 use crate::unwind;
-
-/// At most this many homes have releases pending on one thread at a time.
-pub(crate) const MAX_PENDING_HOMES: usize = 8;
-
-/// Objects released on this thread, gathered per home.
-pub(crate) struct Pending<T> {
-    entries: Vec<Entry<T>>,
-}
-
-/// Released objects gathered for one home.
-pub(crate) struct Entry<T> {
-    pub(crate) home: NonNull<Local<T>>,
-    pub(crate) objs: Batch<T>,
-}
-
-impl<T> Pending<T> {
-    pub(crate) fn new() -> Self {
-        Self {
-            entries: Vec::new(),
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Adds `obj` to the batch gathered for `home`, starting one in a vector
-    /// from `spare` (or a new one) if there is none. Returns a batch to send
-    /// when one is full, or when a home must make room for another.
-    ///
-    /// Consecutive releases usually share a home, and its batch is the
-    /// newest entry: that case is a compare and a push, inlined; the rest is
-    /// out of line.
-    #[inline(always)]
-    pub(crate) fn add(
-        &mut self,
-        home: NonNull<Local<T>>,
-        obj: Box<T>,
-        batch_size: usize,
-        spare: impl FnOnce() -> Option<Batch<T>>,
-    ) -> Option<Entry<T>> {
-        if let Some(last) = self.entries.last_mut()
-            && last.home == home
-        {
-            let objs = &mut last.objs;
-            // An entry's vector has room for `batch_size` objects (see
-            // `add_elsewhere`) and is sent once it holds that many.
-            debug_assert!(objs.len() < batch_size && objs.capacity() >= batch_size);
-            // SAFETY: `len < batch_size <= capacity`, so the write is in
-            // the allocation, past the initialized part, and the new
-            // length covers initialized elements only.
-            unsafe {
-                objs.as_mut_ptr().add(objs.len()).write(obj);
-                objs.set_len(objs.len() + 1);
-            }
-            if objs.len() < batch_size {
-                return None;
-            }
-            return self.entries.pop();
-        }
-        self.add_elsewhere(home, obj, batch_size, spare())
-    }
-
-    /// [`add`](Self::add) for a home that is not the newest entry's.
-    #[cold]
-    #[inline(never)]
-    fn add_elsewhere(
-        &mut self,
-        home: NonNull<Local<T>>,
-        obj: Box<T>,
-        batch_size: usize,
-        spare: Option<Batch<T>>,
-    ) -> Option<Entry<T>> {
-        if let Some(i) = self.entries.iter().position(|p| p.home == home) {
-            // Make it the newest entry, for the next release.
-            let last = self.entries.len() - 1;
-            self.entries.swap(i, last);
-            let mut entry = self.entries.pop()?;
-            entry.objs.push(obj);
-            if entry.objs.len() >= batch_size {
-                return Some(entry);
-            }
-            self.entries.push(entry);
-            return None;
-        }
-        let evicted = (self.entries.len() >= MAX_PENDING_HOMES).then(|| self.entries.remove(0));
-        let mut objs = spare.unwrap_or_default();
-        objs.reserve(batch_size);
-        objs.push(obj);
-        let entry = Entry { home, objs };
-        if batch_size == 1 {
-            debug_assert!(evicted.is_none());
-            return Some(entry);
-        }
-        self.entries.push(entry);
-        evicted
-    }
-
-    /// Takes one batch to send.
-    pub(crate) fn pop(&mut self) -> Option<Entry<T>> {
-        self.entries.pop()
-    }
-
-    /// Takes every batch, for a recycler that drops.
-    pub(crate) fn drain(&mut self) -> impl Iterator<Item = Batch<T>> + '_ {
-        self.entries.drain(..).map(|e| e.objs)
-    }
-}
 
 impl<T: Recyclable> Inner<T> {
     /// Release on a thread that does not own the object's home; the object

@@ -17,17 +17,17 @@
 //! site per direction keeps the inlined part small enough to inline into the
 //! caller's loop. No atomic read-modify-write and no lock on either path.
 
-use std::mem;
+use crate::resetting::Resetting;
 use std::ptr;
 
 use crate::cache::{CLOSED, Local, Rest};
 use crate::decay::DECAY_PERIOD;
+use crate::gate::{self, GetGate};
 use crate::home::Home;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Inner;
 use crate::stats::Counters;
-use crate::steal::gate::{self as steal, GetGate};
 
 impl<T: Recyclable> Inner<T> {
     /// The owner path of `get`: take the calling thread's hot slot, or pop
@@ -56,7 +56,7 @@ impl<T: Recyclable> Inner<T> {
             None => {
                 // The batch, which another thread may be taking: marked,
                 // and the gate read again inside the mark.
-                steal::enter();
+                gate::enter();
                 let popped = registry::hot(self.id, self.hot_slot).and_then(|_| {
                     // SAFETY: the calling thread owns `local` and found it
                     // open inside its marked `get`; `pop_batch` runs no user
@@ -64,7 +64,7 @@ impl<T: Recyclable> Inner<T> {
                     let obj = unsafe { local.with_rest_unchecked(Rest::pop_batch) }?;
                     Some((obj, local))
                 });
-                steal::leave();
+                gate::leave();
                 popped
             }
         };
@@ -124,7 +124,7 @@ impl<T: Recyclable> Inner<T> {
             }
         }
         // SAFETY: as above: a cache of a live recycler.
-        let inner = unsafe { home.local().recycler() };
+        let inner = unsafe { Inner::of(home.local()) };
         inner.release_slow(obj, home, false);
     }
 
@@ -142,7 +142,7 @@ impl<T: Recyclable> Inner<T> {
     /// `obj`'s home, when it checked.
     #[inline(never)]
     unsafe fn release_batch(local: &Local<T>, obj: Box<T>, home: Home<T>) {
-        steal::enter();
+        gate::enter();
         // SAFETY: alive (the caller's guarantee).
         let pushed = match unsafe { home.owned() } {
             // SAFETY: the calling thread owns `local` and found it open
@@ -150,10 +150,10 @@ impl<T: Recyclable> Inner<T> {
             Some(_) => unsafe { Self::push_batch(local, obj) },
             None => Err(obj),
         };
-        steal::leave();
+        gate::leave();
         if let Err(back) = pushed {
             // SAFETY: as above: a cache of a live recycler.
-            let inner = unsafe { home.local().recycler() };
+            let inner = unsafe { Inner::of(home.local()) };
             inner.release_slow(back, home, true);
         }
     }
@@ -331,7 +331,7 @@ impl<T: Recyclable> Inner<T> {
                 // Claimed shut: the owner path opens below, once the gate
                 // knows the thread (see `crate::steal`).
                 let local = self.caches.claim(token | self.owner_flag | CLOSED, || {
-                    (self.new_local)(max, batch, ptr::from_ref(self))
+                    (self.new_local)(max, batch, ptr::from_ref(self).cast())
                 });
                 // SAFETY: `local` is a cache of this recycler, which keeps it
                 // (at a fixed address) for as long as the recycler lives, and
@@ -359,7 +359,7 @@ impl<T: Recyclable> Inner<T> {
     /// Whether `local`, the calling thread's cache, is open to the owner
     /// paths and indexed under this recycler's plain key (no releases
     /// pending): what [`open_hot`](Self::open_hot) would leave, so it need
-    /// not run. A taker shuts the cache by setting `CLOSED` and clearing
+    /// not run. A stealer shuts the cache by setting `CLOSED` and clearing
     /// the entry, so either shows here; one shutting it after this read is
     /// met by the owner's marked access, as on the fast path.
     #[inline]
@@ -390,47 +390,5 @@ impl<T: Recyclable> Inner<T> {
         // SAFETY: the caller's guarantee; `entry` is the calling thread's
         // own hot-index entry for this recycler.
         unsafe { local.open(get) };
-    }
-}
-
-/// An object being reset. If `reset` panics, unwinding drops this, which
-/// counts the object as released and dropped and drops it (out of line, so
-/// that the inlined release path carries a single cleanup call).
-pub(crate) struct Resetting<T: Recyclable> {
-    /// The object's home, of a live recycler.
-    home: Home<T>,
-    obj: mem::ManuallyDrop<Box<T>>,
-}
-
-impl<T: Recyclable> Resetting<T> {
-    /// Runs `obj.reset()`; returns the object unless `reset` panics.
-    /// `home` is `obj`'s, of a recycler the caller keeps alive.
-    #[inline(always)]
-    pub(crate) fn reset(obj: Box<T>, home: Home<T>) -> Box<T> {
-        let mut this = Self {
-            home,
-            obj: mem::ManuallyDrop::new(obj),
-        };
-        this.obj.reset();
-        let mut this = mem::ManuallyDrop::new(this);
-        // SAFETY: `this` is never dropped, so the object is taken once, here.
-        unsafe { mem::ManuallyDrop::take(&mut this.obj) }
-    }
-}
-
-impl<T: Recyclable> Drop for Resetting<T> {
-    #[cold]
-    #[inline(never)]
-    fn drop(&mut self) {
-        // SAFETY: the recycler outlives the guard being released (the
-        // contract of `reset`).
-        let local = unsafe { self.home.local() };
-        // SAFETY: as above.
-        let inner = unsafe { local.recycler() };
-        inner.count_release(self.home, 1);
-        inner.count_for(Some(local), |c| &c.dropped, 1);
-        // SAFETY: dropped once: this guard runs only when `reset` unwinds,
-        // and `Resetting::reset` takes the object only when it returns.
-        drop(unsafe { mem::ManuallyDrop::take(&mut self.obj) });
     }
 }

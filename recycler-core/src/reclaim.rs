@@ -99,7 +99,7 @@ impl<T: Recyclable> Inner<T> {
         }
         // What other threads keep: their caches' idle objects, and their
         // pending batches, sent to the inboxes drained next.
-        let quiet = self.take_quiet();
+        let quiet = self.steal_quiet();
         n += quiet.len();
         freed.push(quiet);
         for local in self.all_caches() {

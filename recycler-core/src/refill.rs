@@ -81,7 +81,7 @@ impl<T: Recyclable> Inner<T> {
         }
         // A miss everywhere: what other threads released of ours may wait
         // in a batch they have gone quiet with.
-        if obj.is_none() && self.take_stale_pending(local) && self.refill(local) {
+        if obj.is_none() && self.steal_stale_pending(local) && self.refill(local) {
             obj = take();
         }
         let mut obj = obj?;

@@ -54,7 +54,7 @@ pub(crate) struct Inner<T> {
     pub(crate) exit_hook: Weak<dyn ExitFlush>,
     /// `Local::new`, captured where `T: Send` is known, so that the paths
     /// bounded by `T: Recyclable` only can make caches too.
-    pub(crate) new_local: fn(usize, usize, *const Inner<T>) -> Local<T>,
+    pub(crate) new_local: fn(usize, usize, *const ()) -> Local<T>,
     /// The home of the objects a thread gets while it owns no cache (while
     /// it exits): a cache no thread ever owns, so releases to it take the
     /// foreign path and end in the depot. With it, every object this
@@ -121,9 +121,9 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
             orphan: Local::new(
                 config.max_capacity_per_thread,
                 config.batch_size,
-                this.as_ptr(),
+                this.as_ptr().cast(),
             ),
-            discard: Local::new(0, 1, this.as_ptr()),
+            discard: Local::new(0, 1, this.as_ptr().cast()),
             owner_flag,
             stripes: config
                 .stripes
@@ -136,6 +136,20 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
 }
 
 impl<T> Inner<T> {
+    /// The shared state of the recycler `local` belongs to.
+    ///
+    /// # Safety
+    ///
+    /// That recycler is alive for `'a` (it owns the cache, so it is alive
+    /// whenever the cache is).
+    #[inline(always)]
+    pub(crate) unsafe fn of<'a>(local: &Local<T>) -> &'a Inner<T> {
+        // SAFETY: every cache is made by its recycler (`Inner::new`,
+        // `claim_local`) with a pointer to that recycler's own shared state,
+        // which the caller guarantees is alive.
+        unsafe { &*local.recycler_ptr().cast::<Inner<T>>() }
+    }
+
     /// Every cache, the orphan's included.
     pub(crate) fn all_caches(&self) -> impl Iterator<Item = &Local<T>> {
         self.caches.iter().chain([&self.orphan])

@@ -8,11 +8,11 @@
 //! set inside every owner access to a cache without its lock (a `get`'s
 //! pop, a release's push on the batch, a slow path's access). Each cache
 //! has a
-//! [`Gate`](gate::Gate): its lock, the marks of its owner, and how the
+//! [`Gate`](crate::gate::Gate): its lock, the marks of its owner, and how the
 //! owner's fast paths find it (the hot-index entry or the pool's index
-//! cell, [`GetGate`](gate::GetGate)); its owner word carries [`CLOSED`]
+//! cell, [`GetGate`](crate::gate::GetGate)); its owner word carries [`CLOSED`]
 //! while the owner path is shut. The owner's side and the gate are in
-//! [`gate`], below the caches; the taker is here, above them.
+//! [`gate`](crate::gate), below the caches; the stealer is here, above them.
 //!
 //! The owner, on its fast paths:
 //! 1. sets its mark (a plain store), then a light fence ([`fence::light`]);
@@ -27,47 +27,45 @@
 //!
 //! A plain recycler's hot slot is outside the protocol: a cell of its own
 //! that only the owner touches, on its owner path without a mark (so W1,
-//! which goes through the slot alone, pays nothing); a taker never takes
+//! which goes through the slot alone, pays nothing); a stealer never takes
 //! it. A buffer pool's owner paths mark every access, slot included, and a
-//! taker takes its slots too.
+//! stealer takes its slots too.
 //!
-//! A taker:
+//! A stealer:
 //! 1. under each cache's lock: skips caches nobody owns (their contents are
 //!    in the depot already), takes its own directly; counts itself in
-//!    `takers`, sets
+//!    `stealers`, sets
 //!    [`CLOSED`], and clears the hot-index entry or index cell;
 //! 2. one heavy fence ([`fence::heavy`]: `membarrier`) for all of them;
 //! 3. per cache: waits (boundedly) to see the owner's marks clear, with no
 //!    lock held; then, under the lock, takes what it came for; leaves
-//!    `takers`.
+//!    `stealers`.
 //!
 //! Why it is sound: the heavy fence orders each owner's mark store before
-//! its gate read, against the taker's gate store before its mark read. So
+//! its gate read, against the stealer's gate store before its mark read. So
 //! an owner operation that read the gate open set its mark before the
-//! taker read it: the taker sees the mark until that operation ends
-//! (`Release`, paired with the taker's `Acquire`, so its writes are
+//! stealer read it: the stealer sees the mark until that operation ends
+//! (`Release`, paired with the stealer's `Acquire`, so its writes are
 //! visible). An operation that starts after the fence reads the gate
 //! closed and takes the lock. Marks are per thread, not per cache, and
 //! marked operations never nest, so marks seen clear once after the fence
 //! mean every operation that could have read this cache's gate open has
-//! ended. Only the lock reopens a gate, and not while a taker is
+//! ended. Only the lock reopens a gate, and not while a stealer is
 //! counted; a thread cannot give a cache up ([`Local::abandon`]) while a
-//! taker is counted, so the owner's marks, which live as long as the
+//! stealer is counted, so the owner's marks, which live as long as the
 //! thread, outlive every read of them.
 //!
-//! A taker never waits for an owner while it holds a lock (the owner's slow
+//! A stealer never waits for an owner while it holds a lock (the owner's slow
 //! path may need it), and waits for a busy owner only boundedly: a thread
 //! that stays inside an operation (a `reset` that blocks) is skipped, and
 //! its cache reopens on its owner's next slow path.
 
-pub(crate) mod fence;
-pub(crate) mod gate;
-
 use std::ptr;
 
-use self::gate::{CLOSED, now_ns, wait_quiet};
+use crate::cache::{Entry, MAX_PENDING_HOMES};
 use crate::cache::{Local, Rest};
-use crate::handoff::{Entry, MAX_PENDING_HOMES};
+use crate::fence;
+use crate::gate::{CLOSED, now_ns, wait_quiet};
 use crate::inbox::Batch;
 use crate::loom::Ordering;
 use crate::recyclable::Recyclable;
@@ -75,27 +73,27 @@ use crate::registry::{self, Marks, NOBODY, TOKEN_STEP, Token};
 use crate::shared::Inner;
 use crate::slots::Slot;
 
-/// What a taker takes from each cache.
+/// What a stealer takes from each cache.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Take {
+pub(crate) enum Loot {
     /// The idle objects and the pending batches.
     All,
     /// The pending batches only.
     Pending,
 }
 
-/// What a taker took from one cache, handed to its sink once the cache's
+/// What a stealer took from one cache, handed to its sink once the cache's
 /// lock is released. Nothing here allocates: a cache holds at most
 /// [`MAX_PENDING_HOMES`] pending batches, and its idle objects come in the
 /// batch's own vector.
-pub(crate) struct Taken<T> {
+pub(crate) struct Stolen<T> {
     /// Idle objects, from the cache's batch (and slot).
     pub(crate) idle: Batch<T>,
     /// Batches released on that thread for other homes, to send.
     pub(crate) pending: [Option<Entry<T>>; MAX_PENDING_HOMES],
 }
 
-impl<T> Taken<T> {
+impl<T> Stolen<T> {
     fn new() -> Self {
         Self {
             idle: Vec::new(),
@@ -112,36 +110,36 @@ impl<T> Taken<T> {
 /// The calling thread holds `local`'s lock, and the owner of `local` is
 /// outside every operation that works on it without that lock (a plain
 /// recycler's owner may be using its slot, which is then left alone).
-unsafe fn take_locked<T>(local: &Local<T>, take: Take, slots: bool) -> Taken<T> {
-    let mut taken = Taken::new();
-    let take_rest = |c: &mut Rest<T>, taken: &mut Taken<T>| {
-        if take == Take::All {
-            taken.idle = c.take_batch();
+unsafe fn steal_locked<T>(local: &Local<T>, loot: Loot, slots: bool) -> Stolen<T> {
+    let mut stolen = Stolen::new();
+    let steal_rest = |c: &mut Rest<T>, stolen: &mut Stolen<T>| {
+        if loot == Loot::All {
+            stolen.idle = c.take_batch();
         }
-        for entry in &mut taken.pending {
+        for entry in &mut stolen.pending {
             *entry = c.pending.pop();
         }
         debug_assert!(c.pending.is_empty());
     };
     let own = local.is_owned_by(registry::current());
-    if take == Take::All && (slots || own) {
+    if loot == Loot::All && (slots || own) {
         // SAFETY: the caller's guarantee; the slot is the calling thread's
         // or reached only under this protocol; the closure runs no user code.
         unsafe {
             local.with_cache_unchecked(|c| {
-                take_rest(c, &mut taken);
-                taken.idle.extend(c.slot.take());
+                steal_rest(c, &mut stolen);
+                stolen.idle.extend(c.slot.take());
             });
         }
     } else {
         // SAFETY: the caller's guarantee; the closure runs no user code.
-        unsafe { local.with_rest_unchecked(|c| take_rest(c, &mut taken)) };
+        unsafe { local.with_rest_unchecked(|c| steal_rest(c, &mut stolen)) };
     }
     local.pending_since.clear();
-    taken
+    stolen
 }
 
-/// How many caches a taker shuts before one heavy fence (a fixed array, so
+/// How many caches a stealer shuts before one heavy fence (a fixed array, so
 /// that taking allocates nothing).
 const CHUNK: usize = 16;
 
@@ -150,12 +148,12 @@ const CHUNK: usize = 16;
 /// locks, and hands what it took from each cache to `sink`, with no lock
 /// held. Returns how many caches it skipped, their owner staying inside an
 /// operation. One heavy fence per [`CHUNK`] caches shut; nothing allocated.
-pub(crate) fn take_from<'a, T: 'a>(
+pub(crate) fn steal_from<'a, T: 'a>(
     caches: impl Iterator<Item = &'a Local<T>>,
     me: Token,
-    take: Take,
+    loot: Loot,
     slots: bool,
-    mut sink: impl FnMut(Taken<T>),
+    mut sink: impl FnMut(Stolen<T>),
 ) -> usize {
     let mut skipped = 0;
     let mut caches = caches.peekable();
@@ -173,17 +171,17 @@ pub(crate) fn take_from<'a, T: 'a>(
             }
             if token == me || state.marks.is_null() || state.sealed {
                 // The calling thread's own cache (it is not inside an
-                // operation on it: no owner path calls a taker), one never
+                // operation on it: no owner path calls a stealer), one never
                 // opened since it was claimed, or one shut and its owner
                 // seen quiet since: its owner takes this lock for every
                 // other access.
                 // SAFETY: as below, the lock held.
-                let taken = unsafe { take_locked(local, take, slots) };
+                let stolen = unsafe { steal_locked(local, loot, slots) };
                 drop(state);
-                sink(taken);
+                sink(stolen);
                 continue;
             }
-            state.takers += 1;
+            state.stealers += 1;
             owner.store(word | CLOSED, Ordering::Relaxed);
             for way in state.ways {
                 // SAFETY: the owner is alive (it has not given the cache up:
@@ -199,24 +197,24 @@ pub(crate) fn take_from<'a, T: 'a>(
         }
         let fenced = fence::heavy();
         for (local, marks) in shut.into_iter().flatten() {
-            // SAFETY: counted in `takers`, so the owner cannot give the
+            // SAFETY: counted in `stealers`, so the owner cannot give the
             // cache up, and its thread (whose marks these are) is alive.
             let quiet = fenced && unsafe { wait_quiet(marks) };
             let mut state = local.gate.lock();
-            let taken = if quiet {
+            let stolen = if quiet {
                 state.sealed = true;
                 // SAFETY: the owner is outside every operation that could
                 // have found the cache open, and every later one finds it
                 // closed and takes this lock, which the calling thread holds.
-                Some(unsafe { take_locked(local, take, slots) })
+                Some(unsafe { steal_locked(local, loot, slots) })
             } else {
                 skipped += 1;
                 None
             };
-            state.takers -= 1;
+            state.stealers -= 1;
             drop(state);
-            if let Some(taken) = taken {
-                sink(taken);
+            if let Some(stolen) = stolen {
+                sink(stolen);
             }
         }
     }
@@ -229,20 +227,20 @@ impl<T: Recyclable> Inner<T> {
     /// the module docs): sends the batches home (to inboxes, or the depot
     /// for a home given up) and returns the idle objects. Striped mode has
     /// no caches to take from.
-    pub(crate) fn take_quiet(&self) -> Batch<T> {
+    pub(crate) fn steal_quiet(&self) -> Batch<T> {
         let mut idle = Vec::new();
         if self.stripes.is_some() {
             return idle;
         }
         let slots = self.config.slots_reachable;
-        take_from(
+        steal_from(
             self.all_caches(),
             registry::current(),
-            Take::All,
+            Loot::All,
             slots,
-            |taken| {
-                idle.extend(taken.idle);
-                for entry in taken.pending.into_iter().flatten() {
+            |stolen| {
+                idle.extend(stolen.idle);
+                for entry in stolen.pending.into_iter().flatten() {
                     self.send_home(entry.home, entry.objs, None);
                 }
             },
@@ -253,12 +251,12 @@ impl<T: Recyclable> Inner<T> {
 
 impl<T: Recyclable> Inner<T> {
     /// For an owner about to make a fresh object: takes the batches of
-    /// foreign releases that have waited [`PENDING_AGE_NS`](gate::PENDING_AGE_NS) in threads not
+    /// foreign releases that have waited [`PENDING_AGE_NS`](crate::gate::PENDING_AGE_NS) in threads not
     /// inside an operation, whoever's objects they hold, and sends them
     /// home. Returns whether one came to `mine`, the calling thread's cache
     /// (its inbox then has it). Allocates nothing (a miss of a steady
     /// stream may come here).
-    pub(crate) fn take_stale_pending(&self, mine: &Local<T>) -> bool {
+    pub(crate) fn steal_stale_pending(&self, mine: &Local<T>) -> bool {
         if self.stripes.is_some() {
             return false;
         }
@@ -270,12 +268,18 @@ impl<T: Recyclable> Inner<T> {
         let slots = self.config.slots_reachable;
         let mut came = false;
         let caches = self.all_caches().filter(stale);
-        take_from(caches, registry::current(), Take::Pending, slots, |taken| {
-            for entry in taken.pending.into_iter().flatten() {
-                came |= ptr::eq(entry.home.as_ptr(), mine);
-                self.send_home(entry.home, entry.objs, Some(mine));
-            }
-        });
+        steal_from(
+            caches,
+            registry::current(),
+            Loot::Pending,
+            slots,
+            |stolen| {
+                for entry in stolen.pending.into_iter().flatten() {
+                    came |= ptr::eq(entry.home.as_ptr(), mine);
+                    self.send_home(entry.home, entry.objs, Some(mine));
+                }
+            },
+        );
         came
     }
 }

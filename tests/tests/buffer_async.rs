@@ -458,7 +458,7 @@ const LIMIT: usize = 256 * KIB;
 ///
 /// The per-thread caches are kept to one buffer per bucket, as they were
 /// when memory idle in a worker's cache was out of the waiters' reach; it
-/// no longer is (`quiet.rs` has the case without that setting).
+/// no longer is (`steal.rs` has the case without that setting).
 #[test]
 fn many_tasks_on_a_multi_thread_runtime_all_finish_and_the_books_balance() {
     let pool = Arc::new(

@@ -17,11 +17,11 @@ use std::ptr;
 use super::buf::Buf;
 use super::inner::PoolInner;
 use crate::cache::Local;
+use crate::gate::GetGate;
 use crate::idle::DeltaCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering, const_thread_local};
 use crate::registry::{self, ExitFlush, NOBODY, Token};
 use crate::slots::Slot;
-use crate::steal::gate::GetGate;
 
 /// One thread's index of its caches in one pool: the cache of each bucket
 /// (null until the thread uses the bucket), and the thread's delta in the

@@ -290,7 +290,7 @@ impl PoolInner {
         }
         for recycler in self.buckets.iter().filter_map(Bucket::made) {
             let inner = recycler.inner();
-            inner.store_all(inner.take_quiet());
+            inner.store_all(inner.steal_quiet());
         }
         freed + self.evict_walk(short - freed, None, start, usize::MAX)
     }

@@ -9,10 +9,10 @@ use super::buckets::GROWN;
 use super::buf::Buf;
 use super::inner::PoolInner;
 use crate::cache::Local;
+use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::shared::Inner;
-use crate::steal::gate as steal;
 
 impl PoolInner {
     /// The owner path of acquire: take from the calling thread's cache of
@@ -29,7 +29,7 @@ impl PoolInner {
         if idx >= self.buckets.len() {
             return None;
         }
-        steal::enter();
+        gate::enter();
         let popped = self.pool_local().and_then(|bound| {
             // SAFETY: `idx` is a bucket (checked above).
             let local = unsafe { bound.cache(idx) };
@@ -43,7 +43,7 @@ impl PoolInner {
             let (buf, aux) = unsafe { Inner::pop_local(local, count) }?;
             Some((buf, aux, local))
         });
-        steal::leave();
+        gate::leave();
         let (mut buf, aux, local) = popped?;
         Buf::reset(&mut buf);
         if let Some(acct) = &self.counted {
@@ -67,19 +67,19 @@ impl PoolInner {
         let mut buf = buf;
         let idx = origin as usize;
         if idx < self.buckets.len() && !self.under_pressure() {
-            steal::enter();
+            gate::enter();
             // SAFETY: the guard that held the buffer borrowed (or held an
             // `Arc` of) the pool, which owns the cache.
             if let Some(local) = unsafe { home.owned() } {
                 match self.push_fast(idx, local, buf) {
                     Ok(()) => {
-                        steal::leave();
+                        gate::leave();
                         return;
                     }
                     Err(back) => buf = back,
                 }
             }
-            steal::leave();
+            gate::leave();
         }
         self.release_slow(buf, home, origin);
     }

@@ -1,11 +1,11 @@
 //! The primitives of taking a live thread's cache (see [`super`] for the
 //! protocol): the owner's marks and their windows, a cache's [`Gate`], and
 //! when a cache's pending batch started. Below the caches in the import
-//! graph: `cache.rs` uses these; the taker in [`super`] uses the caches.
+//! graph: `cache.rs` uses these; the stealer in [`super`] uses the caches.
 
 use std::ptr;
 
-use super::fence;
+use crate::fence;
 #[cfg(not(loom))]
 use crate::loom::spin_loop;
 use crate::loom::{AtomicPtr, AtomicU64, Mutex, MutexGuard, Ordering, yield_now};
@@ -29,7 +29,7 @@ pub(crate) fn enter() {
     fence::light();
 }
 
-/// Leaves the operation [`enter`] began (`Release`: a taker that sees the
+/// Leaves the operation [`enter`] began (`Release`: a stealer that sees the
 /// mark clear sees the operation's writes).
 #[inline(always)]
 pub(crate) fn leave() {
@@ -47,7 +47,7 @@ pub(crate) unsafe fn busy(marks: *const Marks) -> bool {
     marks.busy.load(Ordering::Acquire) != 0
 }
 
-/// How long a taker waits for an owner to leave its operation: spins, then
+/// How long a stealer waits for an owner to leave its operation: spins, then
 /// yields up to a millisecond. Owner operations last tens of nanoseconds
 /// (the buffer pool's run no user code); one that has not ended after this
 /// is in user code (a `reset` that blocks) or its thread was descheduled
@@ -95,7 +95,7 @@ pub(crate) unsafe fn wait_quiet(marks: *const Marks) -> bool {
     }
 }
 
-/// How the owner's fast `get` finds a cache: what a taker clears to shut
+/// How the owner's fast `get` finds a cache: what a stealer clears to shut
 /// it, and what reopening restores.
 #[derive(Clone, Copy)]
 pub(crate) enum GetGate {
@@ -114,7 +114,7 @@ pub(crate) enum GetGate {
     },
 }
 
-/// A cache's lock and what a taker needs to shut its owner path.
+/// A cache's lock and what a stealer needs to shut its owner path.
 pub(crate) struct Gate {
     state: Mutex<GateState>,
 }
@@ -126,11 +126,11 @@ pub(crate) struct GateState {
     /// The owner's fast `get`s' ways in: the hot index's entry, and a
     /// buffer pool's index cell (a bucket's cache has both).
     pub(crate) ways: [GetGate; 2],
-    /// Takers counted between shutting the cache and being done with it.
-    pub(crate) takers: usize,
+    /// Stealers counted between shutting the cache and being done with it.
+    pub(crate) stealers: usize,
     /// Shut, and its owner seen outside every operation since: the owner
     /// reaches the cache only under the lock until it reopens it, so a
-    /// taker needs no fence.
+    /// stealer needs no fence.
     pub(crate) sealed: bool,
 }
 
@@ -151,7 +151,7 @@ impl Gate {
             state: Mutex::new(GateState {
                 marks: ptr::null(),
                 ways: [GetGate::None; 2],
-                takers: 0,
+                stealers: 0,
                 sealed: false,
             }),
         }
@@ -217,7 +217,7 @@ impl GetGate {
 impl Gate {
     /// Opens the owner path of the cache whose owner word is `owner`, found
     /// by the owner's fast `get` through `get` (recorded beside the other
-    /// kind of way in), unless a taker is at work (or the platform has no
+    /// kind of way in), unless a stealer is at work (or the platform has no
     /// heavy fence): then the owner keeps taking the slow path, which tries
     /// again. `pending` tells, under the lock, whether the cache has
     /// releases pending. Returns whether it opened.
@@ -234,7 +234,7 @@ impl Gate {
     ) -> bool {
         let mut state = self.lock();
         state.record(get);
-        if state.takers > 0 || !fence::available() {
+        if state.stealers > 0 || !fence::available() {
             return false;
         }
         state.marks = registry::marks();
@@ -254,12 +254,12 @@ impl Gate {
     }
 
     /// Gives the cache up (a `Release` store of `NOBODY` into `owner`, under
-    /// the lock, once no taker is counted: a taker reads the owner's marks
+    /// the lock, once no stealer is counted: a stealer reads the owner's marks
     /// until then).
     pub(crate) fn abandon(&self, owner: &AtomicU64) {
         loop {
             let mut state = self.lock();
-            if state.takers == 0 {
+            if state.stealers == 0 {
                 state.marks = ptr::null();
                 state.ways = [GetGate::None; 2];
                 owner.store(NOBODY, Ordering::Release);

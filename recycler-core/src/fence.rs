@@ -11,7 +11,7 @@
 //! unavailable (an old kernel, a seccomp filter, valgrind), the slower
 //! `MEMBARRIER_CMD_GLOBAL` serves if present, and otherwise
 //! [`available`] is `false`: no cache then ever opens its owner path
-//! ([`super::gate::Gate`]), every operation takes the cache's lock, and taking a
+//! ([`crate::gate::Gate`]), every operation takes the cache's lock, and taking a
 //! cache needs no fence at all. Elsewhere (and under loom, which models
 //! `membarrier` as a `SeqCst` fence on both sides) both fences are `SeqCst`
 //! fences.
@@ -26,7 +26,7 @@ mod imp {
         fence(Ordering::SeqCst);
     }
 
-    /// The taker's side: a full fence.
+    /// The stealer's side: a full fence.
     pub(crate) fn heavy() -> bool {
         fence(Ordering::SeqCst);
         true
@@ -101,7 +101,7 @@ mod imp {
         compiler_fence(Ordering::SeqCst);
     }
 
-    /// The taker's side: `membarrier`. `false` if it failed (then no owner
+    /// The stealer's side: `membarrier`. `false` if it failed (then no owner
     /// path may be assumed fenced, and nothing is taken).
     pub(crate) fn heavy() -> bool {
         let cmd = match mode() {
