@@ -3,7 +3,7 @@
 //! A cache has an owner: the thread whose token is in `owner`. Only the owner
 //! touches the unsynchronized part (`cache`); any thread may send batches to
 //! the `inbox` and read `owner`. Ownership changes hands in two ways only
-//! (see [`crate::slots`]):
+//! (see [`crate::claim`]):
 //!
 //! - a thread claims a cache nobody owns (a new one, or one whose thread has
 //!   exited), with an `Acquire` exchange from `NOBODY` to its token;
@@ -18,12 +18,12 @@
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 
+use crate::claim::Claimable;
 use crate::gate::{self, Gate, GetGate, PendingSince};
 use crate::idle::DeltaCell;
 use crate::inbox::{Batch, Inbox};
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
 use crate::registry::{self, NOBODY, TOKEN_STEP, Token};
-use crate::slots::Slot;
 use crate::stats::Counters;
 
 /// In a cache's owner word, next to the owner's token: the recycler counts
@@ -57,7 +57,7 @@ pub(crate) struct Local<T> {
     /// The shared state of the recycler this cache belongs to, its type
     /// erased (the shared state holds the caches, so this file cannot name
     /// it): a guard keeps only its object and its home, and finds the
-    /// recycler through the home ([`Inner::of`](crate::shared::Inner::of)).
+    /// recycler through the home ([`Shared::of`](crate::shared::Shared::of)).
     recycler: *const (),
     /// Owner-only state: the hot slot, and the rest, in two cells (a thread
     /// taking the cache's contents never touches a plain recycler's slot).
@@ -124,10 +124,11 @@ pub(crate) struct Rest<T> {
     /// The fewest objects the batch held since the last decay pass (see
     /// [`crate::decay`]).
     pub(crate) low_water: usize,
-    /// An opaque word the buffer pool keeps with each of its caches (the
-    /// owner's idle-memory delta), so that its owner paths need no other
-    /// lookup; null for a plain recycler.
-    pub(crate) aux: *const (),
+    /// The idle-memory delta cell the owner counts this cache's idle bytes
+    /// in when it is not the cache's own `delta`: a buffer pool's per-thread
+    /// cell, set with each cache it indexes, so that its owner paths need
+    /// no other lookup; null for a plain recycler (and the cache's own).
+    pub(crate) idle_cell: *const DeltaCell,
 }
 
 /// The owner-only state of a [`Local`], borrowed: the hot slot and the
@@ -337,7 +338,7 @@ unsafe impl<T> Send for Local<T> {}
 // it says so).
 unsafe impl<T> Sync for Local<T> {}
 
-impl<T> Slot for Local<T> {
+impl<T> Claimable for Local<T> {
     fn owner(&self) -> &AtomicU64 {
         &self.owner
     }
@@ -359,7 +360,7 @@ impl<T> Local<T> {
                     max: inbox_capacity,
                     fresh: 0,
                     low_water: 0,
-                    aux: std::ptr::null(),
+                    idle_cell: std::ptr::null(),
                 }),
             }),
             counters: Counters::default(),

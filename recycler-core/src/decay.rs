@@ -17,13 +17,13 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::cache::Local;
 use crate::recyclable::Recyclable;
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::Counters;
 
 /// Gets between two decay passes on one cache (a power of two).
 pub(crate) const DECAY_PERIOD: u64 = 1 << 16;
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// A decay pass on `local`, owned by the calling thread, if decay is on
     /// (the owner path tests the period, a constant, and lands here either
     /// way).

@@ -19,16 +19,16 @@
 //! Objects the depot has no room for are dropped here, inside a
 //! thread-local destructor, where a panic would abort the process: a
 //! panicking `Drop` is caught, the object counted as dropped, and the rest
-//! dropped all the same ([`crate::reclaim`]).
+//! dropped all the same ([`crate::trim`]).
 
 use crate::cache::Local;
 use crate::inbox::Batch;
 use crate::loom::{Ordering, fence};
 use crate::recyclable::Recyclable;
 use crate::registry::{ExitFlush, Token};
-use crate::shared::Inner;
+use crate::shared::Shared;
 
-impl<T: Recyclable + Send> ExitFlush for Inner<T> {
+impl<T: Recyclable + Send> ExitFlush for Shared<T> {
     unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
         // SAFETY: the caller passes the pointer registered for this recycler
         // in `claim_local`: a `Local<T>` it keeps alive.
@@ -42,7 +42,7 @@ impl<T: Recyclable + Send> ExitFlush for Inner<T> {
         let cached = unsafe {
             local.with_cache(|c| {
                 c.fresh = 0;
-                c.aux = std::ptr::null();
+                c.idle_cell = std::ptr::null();
                 c.take_all()
             })
         };

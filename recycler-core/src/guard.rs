@@ -14,7 +14,7 @@ use crate::home::Home;
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
 use crate::recycler::Recycler;
-use crate::shared::Inner;
+use crate::shared::Shared;
 
 /// An object on loan from a [`Recycler`]; returns to the pool when dropped.
 ///
@@ -57,7 +57,7 @@ pub struct Pooled<'a, T: Recyclable> {
     /// to the recycler.
     home: Home<T>,
     /// Borrows the recycler; owns a `T`.
-    _marker: PhantomData<(&'a Inner<T>, T)>,
+    _marker: PhantomData<(&'a Shared<T>, T)>,
 }
 
 // SAFETY: the guard owns its `T` (sent along with it, hence `T: Send`); the
@@ -86,12 +86,12 @@ impl<'a, T: Recyclable> Pooled<'a, T> {
 
     /// The recycler the object belongs to.
     #[inline(always)]
-    fn recycler(&self) -> &'a Inner<T> {
+    fn recycler(&self) -> &'a Shared<T> {
         // SAFETY: `home` is a cache of a recycler borrowed for `'a` (the
         // contract of `new`), which owns the cache.
         let home = unsafe { self.home.local() };
         // SAFETY: the recycler is borrowed for `'a`.
-        unsafe { Inner::of(home) }
+        unsafe { Shared::of(home) }
     }
 
     /// Takes the object back as the `Box` it came in.
@@ -140,14 +140,14 @@ impl<T: Recyclable> Drop for Pooled<'_, T> {
     fn drop(&mut self) {
         #[cfg(feature = "track")]
         self.recycler().untrack(self.obj.as_ptr());
-        // Before the object is taken out: see `Inner::release`.
+        // Before the object is taken out: see `Shared::release`.
         let pool = !std::thread::panicking();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { self.take_box() };
         // SAFETY: `home` is the object's, not empty, of a recycler borrowed
         // for `'a` (the contract of `new`).
-        unsafe { Inner::release(obj, self.home, pool) };
+        unsafe { Shared::release(obj, self.home, pool) };
     }
 }
 
@@ -257,14 +257,14 @@ impl<T: Recyclable> Drop for OwnedPooled<T> {
     fn drop(&mut self) {
         #[cfg(feature = "track")]
         self.recycler.inner().untrack(&**self.obj);
-        // Before the object is taken out: see `Inner::release`.
+        // Before the object is taken out: see `Shared::release`.
         let pool = !std::thread::panicking();
         // SAFETY: `drop` runs once and `into_inner` forgets the guard, so the
         // object is taken exactly once.
         let obj = unsafe { ManuallyDrop::take(&mut self.obj) };
         // SAFETY: `home` is the object's (never empty: every recycler homes
         // its objects), of the recycler this guard's `Arc` keeps alive.
-        unsafe { Inner::release(obj, self.home, pool) };
+        unsafe { Shared::release(obj, self.home, pool) };
     }
 }
 

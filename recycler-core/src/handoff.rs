@@ -14,9 +14,9 @@
 //! A batch the inbox refuses (full) goes to the shared depot instead. A
 //! batch sent to a home whose thread has exited is moved to the depot by the
 //! sender, so nothing strands (the store-buffering argument is in
-//! [`Inner::send_home`]).
+//! [`Shared::send_home`]).
 //!
-//! With `reset_on_return(false)` the objects travel unreset; [`Inner::settle`]
+//! With `reset_on_return(false)` the objects travel unreset; [`Shared::settle`]
 //! resets them where they leave an inbox for a cache or the depot.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -29,11 +29,11 @@ use crate::loom::{Ordering, fence};
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::resetting::Resetting;
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::unwind;
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// Release on a thread that does not own the object's home; the object
     /// is reset already unless `reset_on_return(false)` defers it.
     pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
@@ -98,24 +98,6 @@ impl<T: Recyclable> Inner<T> {
         mine.pending_since.clear();
     }
 
-    /// Sends the calling thread's pending foreign releases home, if it owns
-    /// a cache of this recycler; claims none. For the buffer pool's reclaim
-    /// at its memory limit, which frees only what is in a cache it reaches,
-    /// the depot or an inbox: not what waits here to be sent.
-    pub(crate) fn flush_own_pending(&self) {
-        let token = registry::current();
-        if !registry::is_live(token) {
-            return;
-        }
-        let local = registry::registered(self.id).cast::<Local<T>>();
-        // SAFETY: a cache the calling thread registered for this recycler's
-        // id is one of its caches (alive: `&self`).
-        match unsafe { local.as_ref() } {
-            Some(local) if local.is_owned_by(token) => self.flush_pending(local),
-            _ => {}
-        }
-    }
-
     /// Sends `batch` to the inbox of `home` (to the depot if the inbox is
     /// full). If `home` has been given up by its thread, drains that inbox
     /// into the depot, so nothing strands. `mine` is the calling thread's
@@ -148,15 +130,6 @@ impl<T: Recyclable> Inner<T> {
         while let Some(mut batch) = local.inbox.recv() {
             self.settle(&mut batch, mine);
             self.store(batch, mine);
-        }
-    }
-
-    /// Puts `objs` in the depot a batch at a time, dropping what it has no
-    /// room for.
-    pub(crate) fn store_all(&self, mut objs: Batch<T>) {
-        while !objs.is_empty() {
-            let chunk = objs.split_off(objs.len().saturating_sub(self.config.batch_size));
-            self.store(chunk, None);
         }
     }
 

@@ -252,9 +252,11 @@
 // Lets the derive's output, which names `::recycler_core`, work in this crate.
 extern crate self as recycler_core;
 
+mod as_bucket;
 pub mod buffer;
 mod builder;
 mod cache;
+mod claim;
 mod config;
 mod cpu;
 mod decay;
@@ -271,21 +273,20 @@ mod idle;
 mod inbox;
 mod loom;
 mod owner;
-mod reclaim;
 mod recyclable;
 mod recycler;
-mod refill;
 mod registry;
-mod release;
 mod resetting;
 mod shared;
 mod shrink;
-mod slots;
+mod slow_get;
+mod slow_release;
 mod stats;
 mod steal;
 mod striped;
 #[cfg(feature = "track")]
 mod track;
+mod trim;
 mod unwind;
 
 pub use crate::builder::RecyclerBuilder;

@@ -13,7 +13,7 @@
 //! Counts are a load and a store each (only the owner writes them).
 //!
 //! Everything else goes through one out-of-line call each way: the slow get
-//! ([`crate::refill`]) and the slow release ([`crate::release`]). One call
+//! ([`crate::slow_get`]) and the slow release ([`crate::slow_release`]). One call
 //! site per direction keeps the inlined part small enough to inline into the
 //! caller's loop. No atomic read-modify-write and no lock on either path.
 
@@ -26,10 +26,10 @@ use crate::gate::{self, GetGate};
 use crate::home::Home;
 use crate::recyclable::Recyclable;
 use crate::registry;
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::Counters;
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// The owner path of `get`: take the calling thread's hot slot, or pop
     /// its batch, found through the thread's hot index.
     ///
@@ -40,7 +40,7 @@ impl<T: Recyclable> Inner<T> {
     /// them: its gets take the slow path, which counts bytes.
     #[inline(always)]
     pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = registry::hot(self.id, self.hot_slot)?.cast::<Local<T>>();
+        let local = registry::hot(self.id, self.hot_position)?.cast::<Local<T>>();
         // SAFETY: a hot-index entry under this recycler's plain id points to
         // a cache of this recycler that the calling thread owns and has open
         // (the contract of `Local::open`).
@@ -57,7 +57,7 @@ impl<T: Recyclable> Inner<T> {
                 // The batch, which another thread may be taking: marked,
                 // and the gate read again inside the mark.
                 gate::enter();
-                let popped = registry::hot(self.id, self.hot_slot).and_then(|_| {
+                let popped = registry::hot(self.id, self.hot_position).and_then(|_| {
                     // SAFETY: the calling thread owns `local` and found it
                     // open inside its marked `get`; `pop_batch` runs no user
                     // code.
@@ -124,7 +124,7 @@ impl<T: Recyclable> Inner<T> {
             }
         }
         // SAFETY: as above: a cache of a live recycler.
-        let inner = unsafe { Inner::of(home.local()) };
+        let inner = unsafe { Shared::of(home.local()) };
         inner.release_slow(obj, home, false);
     }
 
@@ -153,7 +153,7 @@ impl<T: Recyclable> Inner<T> {
         gate::leave();
         if let Err(back) = pushed {
             // SAFETY: as above: a cache of a live recycler.
-            let inner = unsafe { Inner::of(home.local()) };
+            let inner = unsafe { Shared::of(home.local()) };
             inner.release_slow(back, home, true);
         }
     }
@@ -186,7 +186,11 @@ impl<T: Recyclable> Inner<T> {
     /// The end of a push: `Ok` and the release counted (if `count`) when
     /// `rest` is `None`, else `rest` handed back.
     #[inline(always)]
-    fn pushed(local: &Local<T>, rest: Option<Box<T>>, count: bool) -> Result<(), Box<T>> {
+    pub(crate) fn pushed(
+        local: &Local<T>,
+        rest: Option<Box<T>>,
+        count: bool,
+    ) -> Result<(), Box<T>> {
         match rest {
             None => {
                 if count {
@@ -198,88 +202,13 @@ impl<T: Recyclable> Inner<T> {
         }
     }
 
-    /// Puts `obj`, already reset, in `local`'s slot if it is empty, or on the
-    /// back of its batch if the cache then holds at most
-    /// `max_capacity_per_thread` objects and the batch has room in its
-    /// allocation, if `admit` (the idle-memory check, given the cache's
-    /// `aux` word) agrees; counts the release if `count`.
-    /// Otherwise hands `obj` back, for [`release_slow`](Self::release_slow).
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`, a cache of a recycler of `T` (whose
-    /// `max_capacity_per_thread` is at least 1: a recycler that pools
-    /// nothing homes its objects at its discard cache), found it open inside
-    /// a marked operation ([`crate::steal`]), and `admit` does not touch the
-    /// cache.
-    #[inline(always)]
-    pub(crate) unsafe fn push_local(
-        local: &Local<T>,
-        obj: Box<T>,
-        count: bool,
-        admit: impl FnOnce(*const ()) -> bool,
-    ) -> Result<(), Box<T>> {
-        // SAFETY: the caller owns `local`, open, inside its operation; the
-        // closure runs no user code (`admit` is the pool's accounting).
-        let rest = unsafe {
-            local.with_cache_unchecked(|c| {
-                if c.slot.is_none() {
-                    if admit(c.aux) {
-                        *c.slot = Some(obj);
-                        return None;
-                    }
-                    return Some(obj);
-                }
-                debug_assert!(c.max >= 1);
-                // `admit` last: it counts the bytes it admits.
-                if c.has_room() && admit(c.aux) {
-                    c.batch.push_back(obj);
-                    None
-                } else {
-                    Some(obj)
-                }
-            })
-        };
-        Self::pushed(local, rest, count)
-    }
-
-    /// Takes an idle object from `local` (its slot, else its batch),
-    /// counting a hit if `count`; returns it with the cache's `aux` word.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`, a cache of a recycler of `T`, found
-    /// it open inside its marked `get` ([`crate::steal`]), and has no
-    /// foreign releases pending in it (the buffer pool removes a cache from
-    /// its index while it has).
-    #[inline(always)]
-    pub(crate) unsafe fn pop_local(local: &Local<T>, count: bool) -> Option<(Box<T>, *const ())> {
-        // SAFETY: the caller's guarantee; the closure runs no user code.
-        let (obj, aux) = unsafe { local.with_cache_unchecked(|c| (c.pop(), c.aux)) };
-        let obj = obj?;
-        if count {
-            Counters::add_owned(&local.counters.hits, 1);
-        }
-        Some((obj, aux))
-    }
-
-    /// Sets `local`'s `aux` word.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`.
-    pub(crate) unsafe fn set_aux(local: &Local<T>, aux: *const ()) {
-        // SAFETY: the caller owns `local`; the closure runs no user code.
-        unsafe { local.with_cache(|c| c.aux = aux) };
-    }
-
     /// The calling thread's cache, if the thread's hot index has it (under
     /// the key, or under the key marked for pending releases): then the
     /// thread owns it.
     #[inline(always)]
     fn hot_local(&self) -> Option<&Local<T>> {
-        let local = registry::hot(self.hot_key, self.hot_slot)
-            .or_else(|| registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot))?;
+        let local = registry::hot(self.hot_key, self.hot_position)
+            .or_else(|| registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_position))?;
         // SAFETY: a hot-index entry for this recycler's key (marked or not)
         // points to a cache of this recycler (alive: `&self`) that the
         // calling thread owns (the contract of `Local::open`).
@@ -292,8 +221,8 @@ impl<T: Recyclable> Inner<T> {
     /// foreign objects usually has.
     #[inline]
     pub(crate) fn local_for_release(&self) -> Option<&Local<T>> {
-        let marked = registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_slot);
-        match marked.or_else(|| registry::hot(self.hot_key, self.hot_slot)) {
+        let marked = registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_position);
+        match marked.or_else(|| registry::hot(self.hot_key, self.hot_position)) {
             // SAFETY: as in `hot_local`.
             Some(local) => Some(unsafe { local.cast::<Local<T>>().as_ref() }),
             None => self.claim_local(),
@@ -365,7 +294,7 @@ impl<T: Recyclable> Inner<T> {
     #[inline]
     pub(crate) fn is_open_hot(&self, local: &Local<T>) -> bool {
         local.owner_word() & CLOSED == 0
-            && registry::hot(self.hot_key, self.hot_slot)
+            && registry::hot(self.hot_key, self.hot_position)
                 .is_some_and(|p| ptr::eq(p.as_ptr().cast_const(), ptr::from_ref(local).cast()))
     }
 

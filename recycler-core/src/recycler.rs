@@ -1,8 +1,8 @@
 //! [`Recycler<T>`]: the public handle. It holds the shared state
-//! ([`Inner`], in [`crate::shared`]) and hands each call to the path that
+//! ([`Shared`], in [`crate::shared`]) and hands each call to the path that
 //! serves it: the owner path for `get` and release on the thread that owns
-//! the cache ([`crate::owner`]), then the slow get ([`crate::refill`]), the
-//! slow release ([`crate::release`]), the handoff of foreign releases
+//! the cache ([`crate::owner`]), then the slow get ([`crate::slow_get`]), the
+//! slow release ([`crate::slow_release`]), the handoff of foreign releases
 //! ([`crate::handoff`]), the depot ([`crate::depot`]) and thread exit
 //! ([`crate::exit`]).
 
@@ -13,7 +13,7 @@ use crate::config::{Config, Factory, SharedIdle};
 use crate::guard::{OwnedPooled, Pooled};
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::RecyclerStats;
 
 pub use self::handle::RecyclerHandle;
@@ -71,7 +71,7 @@ mod handle;
 /// assert_eq!(STRINGS.stats().released_remote, 1);
 /// ```
 pub struct Recycler<T> {
-    inner: Arc<Inner<T>>,
+    inner: Arc<Shared<T>>,
 }
 
 impl<T: Recyclable + Send + 'static> Recycler<T> {
@@ -147,7 +147,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         shared_idle: Option<SharedIdle>,
     ) -> Self {
         Self {
-            inner: Inner::new(factory, config, shared_idle),
+            inner: Shared::new(factory, config, shared_idle),
         }
     }
 
@@ -158,7 +158,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// drops, wherever that happens.
     ///
     /// A thread's first call on a recycler allocates that thread's cache
-    /// (and its first call on any recycler, the thread's registry slot);
+    /// (and its first call on any recycler, the thread's exit hooks);
     /// after that, a get and release in steady state allocate nothing.
     ///
     /// # Panics
@@ -460,7 +460,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
 impl<T> Recycler<T> {
     /// The shared state, for guards.
     #[inline(always)]
-    pub(crate) fn inner(&self) -> &Inner<T> {
+    pub(crate) fn inner(&self) -> &Shared<T> {
         &self.inner
     }
 }

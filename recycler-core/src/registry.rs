@@ -14,13 +14,13 @@
 //! registers an [`ExitFlush`] hook in a thread-local of its own; the hook
 //! runs when the thread's thread-locals are destroyed and hands the cache's
 //! contents to shared storage, then gives the cache up for a later thread
-//! ([`crate::slots`]). The hooks also serve as the thread's map from a
+//! ([`crate::claim`]). The hooks also serve as the thread's map from a
 //! recycler to its cache, behind the hot index.
 //!
 //! # The hot index
 //!
 //! `get` must find the calling thread's cache in a few instructions. So each
-//! thread keeps a tiny direct-mapped index: [`HOT_SLOTS`] entries of
+//! thread keeps a tiny direct-mapped index: [`HOT_ENTRIES`] entries of
 //! (recycler key, cache pointer), filled on the slow path. An entry exists
 //! only while the thread owns the cache and the cache has no foreign
 //! releases pending, so a hit needs no other check. Recycler keys are never
@@ -71,7 +71,7 @@ static NEXT_TOKEN: ProcessCounter = ProcessCounter::new(TOKEN_STEP);
 static NEXT_KEY: ProcessCounter = ProcessCounter::new(1);
 
 /// Entries in the hot index (a power of two).
-pub(crate) const HOT_SLOTS: usize = 4;
+pub(crate) const HOT_ENTRIES: usize = 4;
 
 /// A key for a new recycler or pool, never handed out again.
 pub(crate) fn new_key() -> u64 {
@@ -162,7 +162,7 @@ impl ExitHooks {
             unsafe { target.flush_on_exit(hook.local, token) };
             // The last handle may have been dropped meanwhile: the recycler
             // then drops here, inside a thread-local destructor. Its drop
-            // never unwinds (`Inner::drop` swallows the panics of the
+            // never unwinds (`Shared::drop` swallows the panics of the
             // objects it drops on an exiting thread); stay safe even so.
             let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(target)));
             if let Err(payload) = dropped {
@@ -266,10 +266,10 @@ pub(crate) fn with_marks<R>(f: impl FnOnce(&Marks) -> R) -> Option<R> {
     THREAD.try_with(|t| f(&t.marks)).ok()
 }
 
-static_assertions::const_assert!(HOT_SLOTS == 4);
+static_assertions::const_assert!(HOT_ENTRIES == 4);
 
 const_thread_local! {
-    static HOT: [HotEntry; HOT_SLOTS] =
+    static HOT: [HotEntry; HOT_ENTRIES] =
         [HotEntry::new(), HotEntry::new(), HotEntry::new(), HotEntry::new()];
     static THREAD: Thread = Thread::new();
     static HOOKS: ExitHooks =
@@ -289,7 +289,7 @@ pub(crate) fn marks() -> *const Marks {
 /// gate of its cache ([`crate::steal`]); null while thread-locals are
 /// being destroyed. It lives as long as the thread.
 pub(crate) fn hot_entry(key: u64) -> *const HotEntry {
-    HOT.try_with(|hot| ptr::from_ref(&hot[hot_slot(key)]))
+    HOT.try_with(|hot| ptr::from_ref(&hot[hot_position(key)]))
         .unwrap_or(ptr::null())
 }
 
@@ -302,19 +302,19 @@ pub(crate) fn current() -> Token {
 
 /// Where the hot-index entry of the recycler `key` goes; recyclers keep it
 /// with their key, so that the owner path need not compute it.
-pub(crate) const fn hot_slot(key: u64) -> usize {
-    key as usize & (HOT_SLOTS - 1)
+pub(crate) const fn hot_position(key: u64) -> usize {
+    key as usize & (HOT_ENTRIES - 1)
 }
 
 /// The calling thread's cache of the recycler `key`, whose entry goes at
-/// `slot` ([`hot_slot`]), if the hot index has it: a cache the calling
+/// `at` ([`hot_position`]), if the hot index has it: a cache the calling
 /// thread owns, with no foreign releases pending.
 #[inline(always)]
-pub(crate) fn hot(key: u64, slot: usize) -> Option<NonNull<()>> {
-    debug_assert_eq!(slot, hot_slot(key));
+pub(crate) fn hot(key: u64, at: usize) -> Option<NonNull<()>> {
+    debug_assert_eq!(at, hot_position(key));
     HOT.try_with(|hot| {
-        // SAFETY: `slot` is `hot_slot(key)`, below `HOT_SLOTS`.
-        let entry = unsafe { hot.get_unchecked(slot) };
+        // SAFETY: `at` is `hot_position(key)`, below `HOT_ENTRIES`.
+        let entry = unsafe { hot.get_unchecked(at) };
         let k = entry.key.load(Ordering::Relaxed);
         // SAFETY: an entry whose key is a recycler's (never 0) holds the
         // non-null pointer `HotEntry::set` stored with it (before the key; only
@@ -335,7 +335,7 @@ pub(crate) const PENDING_KEY: u64 = 1 << 62;
 /// having releases pending ([`PENDING_KEY`]), if it has one.
 pub(crate) fn mark_pending(key: u64) {
     let _ = HOT.try_with(|hot| {
-        let entry = &hot[hot_slot(key)];
+        let entry = &hot[hot_position(key)];
         if entry.key.load(Ordering::Relaxed) == key {
             entry.key.store(key | PENDING_KEY, Ordering::Relaxed);
         }

@@ -5,7 +5,7 @@ use std::mem;
 
 use crate::home::Home;
 use crate::recyclable::Recyclable;
-use crate::shared::Inner;
+use crate::shared::Shared;
 
 /// An object being reset. If `reset` panics, unwinding drops this, which
 /// counts the object as released and dropped and drops it (out of line, so
@@ -40,7 +40,7 @@ impl<T: Recyclable> Drop for Resetting<T> {
         // contract of `reset`).
         let local = unsafe { self.home.local() };
         // SAFETY: as above.
-        let inner = unsafe { Inner::of(local) };
+        let inner = unsafe { Shared::of(local) };
         inner.count_release(self.home, 1);
         inner.count_for(Some(local), |c| &c.dropped, 1);
         // SAFETY: dropped once: this guard runs only when `reset` unwinds,

@@ -1,13 +1,14 @@
-//! `Inner<T>`: the state every thread of one recycler shares, how it is
+//! `Shared<T>`: the state every thread of one recycler shares, how it is
 //! made, how its statistics are summed, and how it drops.
 //!
 //! The paths an object takes live in files of their own, each an
-//! `impl Inner<T>` block: the owner path ([`crate::owner`]), the slow get
-//! ([`crate::refill`]), the slow release ([`crate::release`]), foreign
+//! `impl Shared<T>` block: the owner path ([`crate::owner`]), the slow get
+//! ([`crate::slow_get`]), the slow release ([`crate::slow_release`]), foreign
 //! releases ([`crate::handoff`]), thread exit ([`crate::exit`]), and freeing
-//! idle objects ([`crate::reclaim`]).
+//! idle objects ([`crate::trim`]).
 
 use crate::cache::{ACCOUNTED, Local};
+use crate::claim::ClaimList;
 use crate::config::{Config, Factory, SharedIdle};
 use crate::depot::Depot;
 use crate::home::Home;
@@ -16,7 +17,6 @@ use crate::inbox::Batch;
 use crate::loom::{Arc, AtomicUsize, Weak};
 use crate::recyclable::Recyclable;
 use crate::registry::{self, ExitFlush};
-use crate::slots::SlotList;
 use crate::stats::{Counters, RecyclerStats, Tally};
 use crate::striped::Stripes;
 use crate::unwind;
@@ -29,22 +29,22 @@ const ACCOUNTED_KEY: u64 = 1 << 63;
 static_assertions::const_assert!(ACCOUNTED_KEY != registry::PENDING_KEY);
 
 /// The state shared by all threads of one recycler.
-pub(crate) struct Inner<T> {
+pub(crate) struct Shared<T> {
     /// Unique for the life of the process; keys the threads' hot indexes
     /// and their exit hooks.
     pub(crate) id: u64,
     /// The key of this recycler's entries in the hot index: `id`, or `id`
     /// marked with [`ACCOUNTED_KEY`] under an idle-memory cap.
     pub(crate) hot_key: u64,
-    /// Where the entry goes (`registry::hot_slot` of `id`, which the
+    /// Where the entry goes (`registry::hot_position` of `id`, which the
     /// marked key shares).
-    pub(crate) hot_slot: usize,
+    pub(crate) hot_position: usize,
     /// The idle-memory account, under a cap.
     pub(crate) idle: Option<Arc<IdleAccount>>,
     /// This recycler's index among the members of its idle account.
     pub(crate) member: usize,
     /// One cache per thread that uses the recycler, reused by later threads.
-    pub(crate) caches: SlotList<Local<T>>,
+    pub(crate) caches: ClaimList<Local<T>>,
     pub(crate) depot: Depot<T>,
     pub(crate) factory: Factory<T>,
     pub(crate) config: Config,
@@ -81,7 +81,7 @@ pub(crate) struct Inner<T> {
     pub(crate) tracker: crate::track::Tracker,
 }
 
-impl<T: Recyclable + Send + 'static> Inner<T> {
+impl<T: Recyclable + Send + 'static> Shared<T> {
     /// The shared state of a new recycler.
     pub(crate) fn new(
         factory: Factory<T>,
@@ -105,13 +105,13 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
         } else {
             0
         };
-        Arc::new_cyclic(|this: &Weak<Inner<T>>| Inner {
+        Arc::new_cyclic(|this: &Weak<Shared<T>>| Shared {
             id,
             hot_key,
-            hot_slot: registry::hot_slot(id),
+            hot_position: registry::hot_position(id),
             idle,
             member,
-            caches: SlotList::new(),
+            caches: ClaimList::new(),
             depot: Depot::new(config.depot_capacity),
             factory,
             config,
@@ -135,7 +135,7 @@ impl<T: Recyclable + Send + 'static> Inner<T> {
     }
 }
 
-impl<T> Inner<T> {
+impl<T> Shared<T> {
     /// The shared state of the recycler `local` belongs to.
     ///
     /// # Safety
@@ -143,11 +143,11 @@ impl<T> Inner<T> {
     /// That recycler is alive for `'a` (it owns the cache, so it is alive
     /// whenever the cache is).
     #[inline(always)]
-    pub(crate) unsafe fn of<'a>(local: &Local<T>) -> &'a Inner<T> {
-        // SAFETY: every cache is made by its recycler (`Inner::new`,
+    pub(crate) unsafe fn of<'a>(local: &Local<T>) -> &'a Shared<T> {
+        // SAFETY: every cache is made by its recycler (`Shared::new`,
         // `claim_local`) with a pointer to that recycler's own shared state,
         // which the caller guarantees is alive.
-        unsafe { &*local.recycler_ptr().cast::<Inner<T>>() }
+        unsafe { &*local.recycler_ptr().cast::<Shared<T>>() }
     }
 
     /// Every cache, the orphan's included.
@@ -156,18 +156,19 @@ impl<T> Inner<T> {
     }
 
     /// The idle-memory delta the owner of `local` counts in: the buffer
-    /// pool's per-thread cell if the pool set one as the cache's `aux`, the
-    /// cache's own otherwise.
+    /// pool's per-thread cell if the pool set one as the cache's idle cell,
+    /// the cache's own otherwise.
     ///
     /// # Safety
     ///
     /// The calling thread owns `local`.
     pub(crate) unsafe fn cell_of<'a>(&self, local: &'a Local<T>) -> &'a DeltaCell {
         // SAFETY: the caller owns `local`; the closure runs no user code.
-        let aux = unsafe { local.with_cache(|c| c.aux) };
-        // SAFETY: a non-null `aux` is set by the buffer pool to its thread's
-        // cell, which lives as long as the pool, which owns this recycler.
-        unsafe { aux.cast::<DeltaCell>().as_ref() }.unwrap_or(&local.delta)
+        let cell = unsafe { local.with_cache(|c| c.idle_cell) };
+        // SAFETY: a non-null idle cell is set by the buffer pool to its
+        // thread's cell, which lives as long as the pool, which owns this
+        // recycler.
+        unsafe { cell.as_ref() }.unwrap_or(&local.delta)
     }
 
     /// The unpublished idle bytes of every cache.
@@ -266,7 +267,7 @@ impl<T> Inner<T> {
     }
 }
 
-impl<T> Drop for Inner<T> {
+impl<T> Drop for Shared<T> {
     /// Drops every object the recycler holds, even if some of their `Drop`s
     /// panic: the others are dropped all the same, each panic is caught, and
     /// none is passed on (the panic hook has reported each).

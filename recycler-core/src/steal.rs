@@ -64,14 +64,14 @@ use std::ptr;
 
 use crate::cache::{Entry, MAX_PENDING_HOMES};
 use crate::cache::{Local, Rest};
+use crate::claim::Claimable;
 use crate::fence;
 use crate::gate::{CLOSED, now_ns, wait_quiet};
 use crate::inbox::Batch;
 use crate::loom::Ordering;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, Marks, NOBODY, TOKEN_STEP, Token};
-use crate::shared::Inner;
-use crate::slots::Slot;
+use crate::shared::Shared;
 
 /// What a stealer takes from each cache.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -163,7 +163,7 @@ pub(crate) fn steal_from<'a, T: 'a>(
         while n < CHUNK {
             let Some(local) = caches.next() else { break };
             let mut state = local.gate.lock();
-            let owner = Slot::owner(local);
+            let owner = Claimable::owner(local);
             let word = owner.load(Ordering::Relaxed);
             let token = word & !(TOKEN_STEP - 1);
             if token == NOBODY {
@@ -221,7 +221,7 @@ pub(crate) fn steal_from<'a, T: 'a>(
     skipped
 }
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// Takes the idle objects and pending batches out of every cache of
     /// this recycler that another live thread owns and is not using (see
     /// the module docs): sends the batches home (to inboxes, or the depot
@@ -249,7 +249,7 @@ impl<T: Recyclable> Inner<T> {
     }
 }
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// For an owner about to make a fresh object: takes the batches of
     /// foreign releases that have waited [`PENDING_AGE_NS`](crate::gate::PENDING_AGE_NS) in threads not
     /// inside an operation, whoever's objects they hold, and sends them

@@ -17,15 +17,15 @@ use std::ptr;
 use super::buf::Buf;
 use super::inner::PoolInner;
 use crate::cache::Local;
+use crate::claim::Claimable;
 use crate::gate::GetGate;
 use crate::idle::DeltaCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering, const_thread_local};
 use crate::registry::{self, ExitFlush, NOBODY, Token};
-use crate::slots::Slot;
 
 /// One thread's index of its caches in one pool: the cache of each bucket
 /// (null until the thread uses the bucket), and the thread's delta in the
-/// pool's idle-memory account, which each indexed cache's `aux` word points
+/// pool's idle-memory account, which each indexed cache's idle cell points
 /// to.
 ///
 /// The cells are touched only by the owner, and only through shared
@@ -59,7 +59,7 @@ unsafe impl Send for PoolLocal {}
 // `owner`.
 unsafe impl Sync for PoolLocal {}
 
-impl Slot for PoolLocal {
+impl Claimable for PoolLocal {
     fn owner(&self) -> &AtomicU64 {
         &self.owner
     }
@@ -204,7 +204,7 @@ impl PoolInner {
     }
 
     /// Indexes `local`, the calling thread's cache of bucket `idx`, in `pl`,
-    /// the thread's index (whose delta cell the cache's `aux` word already
+    /// the thread's index (whose delta cell the cache's idle cell already
     /// names, under a cap).
     ///
     /// # Safety

@@ -26,13 +26,13 @@ use super::limit::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
 use super::wait_counts::WaitCounts;
 use crate::cache::Local;
+use crate::claim::ClaimList;
 use crate::config::Config;
 use crate::idle::{Evict, IdleAccount};
 use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
 use crate::registry::{self, ExitFlush};
-use crate::shared::Inner;
-use crate::slots::SlotList;
+use crate::shared::Shared;
 
 /// The shared state of a pool.
 pub(crate) struct PoolInner {
@@ -64,7 +64,7 @@ pub(crate) struct PoolInner {
     /// cell's delta counts in the pool's account as well (its parent).
     pub(crate) bucket_idle: Box<[Arc<IdleAccount>]>,
     /// Each thread's index of its caches.
-    pub(crate) locals: SlotList<PoolLocal>,
+    pub(crate) locals: ClaimList<PoolLocal>,
     /// This pool, as the target of thread-exit hooks.
     pub(crate) exit_hook: Weak<dyn ExitFlush>,
     pub(crate) oversize_acquires: StatCounter,
@@ -164,7 +164,7 @@ impl PoolInner {
             counted,
             bucket_idle,
             idle,
-            locals: SlotList::new(),
+            locals: ClaimList::new(),
             exit_hook: this.clone(),
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
@@ -221,7 +221,7 @@ impl PoolInner {
     /// # Panics
     ///
     /// If `idx` is not a bucket.
-    pub(crate) fn bucket(&self, idx: usize) -> &Inner<Buf> {
+    pub(crate) fn bucket(&self, idx: usize) -> &Shared<Buf> {
         self.buckets[idx]
             .recycler
             .get_or_init(|| {

@@ -1,7 +1,7 @@
 //! The owner paths of a pool, inlined into the caller: acquire from, and
 //! release into, the calling thread's cache of a bucket, found through its
 //! index ([`super::index`]). They are the core's owner paths
-//! ([`Inner::pop_local`], [`Inner::push_local`]: the hot slot, then the
+//! ([`Shared::pop_local`], [`Shared::push_local`]: the hot slot, then the
 //! batch) with the pool's own lookups and its idle-memory count; everything
 //! else goes to one out-of-line call each way ([`super::slow`]).
 
@@ -12,7 +12,7 @@ use crate::cache::Local;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
-use crate::shared::Inner;
+use crate::shared::Shared;
 
 impl PoolInner {
     /// The owner path of acquire: take from the calling thread's cache of
@@ -40,19 +40,19 @@ impl PoolInner {
             let local = unsafe { local.as_ref() }?;
             // SAFETY: the calling thread owns `local`, found it open inside
             // its marked `get`, and it has nothing pending (above).
-            let (buf, aux) = unsafe { Inner::pop_local(local, count) }?;
-            Some((buf, aux, local))
+            let (buf, cell) = unsafe { Shared::pop_local(local, count) }?;
+            Some((buf, cell, local))
         });
         gate::leave();
-        let (mut buf, aux, local) = popped?;
+        let (mut buf, cell, local) = popped?;
         Buf::reset(&mut buf);
         if let Some(acct) = &self.counted {
             // Under a cap, `count_in_thread_delta` set every indexed cache's
-            // `aux` to its owner's cell of the account the owner paths count
+            // idle cell to its owner's cell of the account the owner paths count
             // the bucket in (the thread's cell in its index under
             // `max_idle_memory`, the cache's own under `max_idle_per_bucket`).
             // SAFETY: that cell lives as long as the pool.
-            let cell = unsafe { &*aux.cast::<DeltaCell>() };
+            let cell = unsafe { &*cell };
             self.account_of(acct, idx).sub(cell, buf.capacity() as u64);
         }
         Some((buf, Home::new(local)))
@@ -107,7 +107,7 @@ impl PoolInner {
     ///
     /// `local`'s capacity is at least 1: with 0, every buffer is homed at
     /// the bucket's discard cache, which no thread owns, so the ownership
-    /// compare fails (fresh ones by `Inner::made`, handed ones by
+    /// compare fails (fresh ones by `Shared::made`, handed ones by
     /// `take_handed`; a grown buffer is never adopted but freed, by
     /// `release_slow`).
     #[inline(always)]
@@ -117,23 +117,23 @@ impl PoolInner {
             // SAFETY: the calling thread owns `local` (capacity at least 1,
             // above), open, inside its marked operation; the check runs no
             // code that touches the cache.
-            None => unsafe { Inner::push_local(local, buf, count, |_| true) },
+            None => unsafe { Shared::push_local(local, buf, count, |_| true) },
             Some(acct) => {
                 let acct = self.account_of(acct, idx);
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;
-                let admit = |aux: *const ()| {
-                    // Under a cap, an indexed cache's `aux` is its owner's
+                let admit = |cell: *const DeltaCell| {
+                    // Under a cap, an indexed cache's idle cell is its owner's
                     // cell of the account the owner paths count the bucket
                     // in (see `pop_own`); null if the pool has not indexed
                     // this cache (then: the slow path).
                     // SAFETY: that cell lives as long as the pool.
-                    match unsafe { aux.cast::<DeltaCell>().as_ref() } {
+                    match unsafe { cell.as_ref() } {
                         Some(cell) => acct.try_add(cell, bytes),
                         None => false,
                     }
                 };
                 // SAFETY: as above; `admit` touches only the account.
-                unsafe { Inner::push_local(local, buf, count, admit) }
+                unsafe { Shared::push_local(local, buf, count, admit) }
             }
         }
     }

@@ -11,7 +11,9 @@ use super::inner::PoolInner;
 use super::raw::AlignedBuf;
 use crate::error::AcquireError;
 use crate::home::Home;
+use crate::idle::DeltaCell;
 use crate::loom::Arc;
+use crate::shared::Shared;
 use crate::stats::Counters;
 
 impl PoolInner {
@@ -207,12 +209,12 @@ impl PoolInner {
     /// the release could not shrink a larger buffer to it (see
     /// [`release_to_waiters`](Self::release_to_waiters)).
     ///
-    /// Homed at the calling thread's cache, as `Inner::handed` homes it;
+    /// Homed at the calling thread's cache, as `Shared::handed` homes it;
     /// but a pool that keeps nothing (`max_idle_per_thread(0)`: caches of
-    /// capacity 0) homes it at the bucket's discard cache, as `Inner::made`
+    /// capacity 0) homes it at the bucket's discard cache, as `Shared::made`
     /// homes every fresh buffer there: a capacity-0 cache never holds a
     /// buffer, which the owner path's push relies on (see
-    /// [`Inner::push_local`](crate::shared::Inner::push_local)), and the
+    /// [`Shared::push_local`](crate::shared::Shared::push_local)), and the
     /// buffer is freed when released.
     pub(crate) fn take_handed(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
         // A buffer the release could not shrink to the request counts in
@@ -437,7 +439,7 @@ impl PoolInner {
         if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
             // SAFETY: `bind` (in `count_in_thread_delta`) made the calling
             // thread the owner of `pl`, it owns `local`, a cache of bucket
-            // `b` with nothing pending, whose `aux` names the thread's delta
+            // `b` with nothing pending, whose idle cell names the thread's delta
             // cell (`count_in_thread_delta`).
             unsafe { self.index(pl, b, local) };
         } else {
@@ -447,7 +449,7 @@ impl PoolInner {
     }
 
     /// Binds the calling thread's index and makes its cache of bucket `b`
-    /// count idle bytes where the owner paths count them (its `aux` word):
+    /// count idle bytes where the owner paths count them (its idle cell):
     /// under `max_idle_memory`, in the thread's one delta cell of the pool's
     /// account, so that the bucket's slow paths, which count there, add to
     /// the same delta as the owner paths (one delta per thread, as the
@@ -462,16 +464,16 @@ impl PoolInner {
         }
         let pl = self.bind()?;
         if let Some(local) = self.bucket(b).local_for_current() {
-            let aux: *const () = if self.counted.is_none() {
+            let cell: *const DeltaCell = if self.counted.is_none() {
                 std::ptr::null()
             } else if self.per_bucket() {
-                std::ptr::from_ref(&local.delta).cast()
+                &local.delta
             } else {
-                std::ptr::from_ref(&pl.delta).cast()
+                &pl.delta
             };
             // SAFETY: `bind` made the calling thread the owner of `pl`, and
             // `local_for_current` returns a cache it owns.
-            unsafe { crate::shared::Inner::set_aux(local, aux) };
+            unsafe { Shared::set_idle_cell(local, cell) };
         }
         Some(pl)
     }

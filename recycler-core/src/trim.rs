@@ -16,7 +16,7 @@ use crate::idle::bytes_of;
 use crate::inbox::Batch;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, EXITED};
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::unwind::{Panic, drop_each, first_of, forget_panic};
 
@@ -39,7 +39,7 @@ pub(crate) fn pass_on(panic: Option<Panic>) {
     forget_panic(panic);
 }
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// The bytes of idle objects about to be dropped, under a cap; a
     /// `retained_bytes` that panics counts as 0 (the account is then off by
     /// that object's bytes) and its panic is returned.
@@ -120,95 +120,5 @@ impl<T: Recyclable> Inner<T> {
         // User `Drop`s run last, with nothing borrowed or locked.
         let dropped = drop_each(freed.into_iter().flatten());
         pass_on(first_of(first, dropped));
-    }
-
-    /// Whether anything `evict` reaches may hold idle objects: `own`, the
-    /// depot, an inbox, a stripe. Atomic hints, no lock: so that a walk over
-    /// thousands of buckets (a buffer pool's, under a small idle cap) skips
-    /// the empty ones for a few loads each, instead of taking every
-    /// depot's lock. A hint may be stale; the walk then frees less, and the
-    /// release that asked drops its own object instead.
-    ///
-    /// # Safety
-    ///
-    /// `own`, if given, is a cache of this recycler that the calling thread
-    /// owns.
-    unsafe fn may_hold_idle(&self, own: Option<&Local<T>>) -> bool {
-        // SAFETY: the caller owns `own`; the closure runs no user code.
-        own.is_some_and(|l| unsafe { l.with_cache(|c| c.len() > 0) })
-            || !self.depot.looks_empty()
-            || self.stripes.as_ref().is_some_and(|s| s.idle() > 0)
-            || self.all_caches().any(|l| !l.inbox.looks_empty())
-    }
-
-    /// Frees idle objects worth at least `want` bytes if it can: from `own`
-    /// (the coldest first, the slot last), then from the depot, then from the
-    /// inboxes. Counts them as evicted and dropped, takes their bytes off the
-    /// idle account, and returns the bytes freed.
-    ///
-    /// # Safety
-    ///
-    /// `own`, if given, is a cache of this recycler that the calling thread
-    /// owns.
-    pub(crate) unsafe fn evict(&self, want: u64, own: Option<&Local<T>>) -> u64 {
-        // SAFETY: the caller owns `own`.
-        if !unsafe { self.may_hold_idle(own) } {
-            return 0;
-        }
-        let mut victims: Batch<T> = Vec::new();
-        let mut freed = 0u64;
-        if let Some(local) = own {
-            while freed < want {
-                // SAFETY: the caller owns `local`; the closure runs no user
-                // code.
-                let obj =
-                    unsafe { local.with_cache(|c| c.batch.pop_front().or_else(|| c.slot.take())) };
-                let Some(obj) = obj else { break };
-                freed += bytes_of(&obj);
-                victims.push(obj);
-            }
-        }
-        while freed < want {
-            let Some(obj) = self.depot.take_one() else {
-                break;
-            };
-            freed += bytes_of(&obj);
-            victims.push(obj);
-        }
-        if let Some(stripes) = &self.stripes {
-            while freed < want {
-                let Some(obj) = stripes.take(1).pop() else {
-                    break;
-                };
-                freed += bytes_of(&obj);
-                victims.push(obj);
-            }
-        }
-        if freed < want {
-            'inboxes: for local in self.all_caches() {
-                while let Some(mut batch) = local.inbox.recv() {
-                    self.settle(&mut batch, None);
-                    while freed < want {
-                        let Some(obj) = batch.pop() else { break };
-                        freed += bytes_of(&obj);
-                        victims.push(obj);
-                    }
-                    if !batch.is_empty() {
-                        self.store(batch, None);
-                    }
-                    if freed >= want {
-                        break 'inboxes;
-                    }
-                }
-            }
-        }
-        let n = victims.len() as u64;
-        Counters::add_shared(&self.shared.evicted, n);
-        Counters::add_shared(&self.shared.dropped, n);
-        if let Some(acct) = &self.idle {
-            acct.forget(freed);
-        }
-        pass_on(drop_each(victims));
-        freed
     }
 }

@@ -1,17 +1,17 @@
-//! [`SlotList`]: the per-thread values of one recycler (its threads' caches)
+//! [`ClaimList`]: the per-thread values of one recycler (its threads' caches)
 //! or of one buffer pool (its threads' indexes), each owned by one live
 //! thread at a time and reused by a later thread once its owner exits.
 //!
-//! A slot names its owner in an atomic word ([`Slot::owner`]): a thread's
-//! [`Token`], or [`NOBODY`]. A thread *claims* a slot for itself: it takes a
-//! slot that nobody owns (a compare-and-swap from `NOBODY` to its token), or
-//! pushes a new one. Its exit hook gives the slot up with a `Release` store of
+//! A value names its owner in an atomic word ([`Claimable::owner`]): a thread's
+//! [`Token`], or [`NOBODY`]. A thread *claims* a value for itself: it takes a
+//! value that nobody owns (a compare-and-swap from `NOBODY` to its token), or
+//! pushes a new one. Its exit hook gives the value up with a `Release` store of
 //! `NOBODY`, after which the next claimer's `Acquire` exchange sees every
-//! write the old owner made to the slot's owner-only parts.
+//! write the old owner made to the value's owner-only parts.
 //!
-//! The list is append-only and lock-free: slots are never removed or moved
+//! The list is append-only and lock-free: values are never removed or moved
 //! while the list lives, so a `&T` into it stays valid, and readers (`stats`,
-//! `trim`) walk it without a lock. It frees its slots when it drops.
+//! `trim`) walk it without a lock. It frees its values when it drops.
 //!
 //! Why not the `thread_local` crate: it keys its storage by a thread id that
 //! it frees in a thread-local destructor of its own, shared by every
@@ -20,7 +20,7 @@
 //! whenever the thread used any other `ThreadLocal` before) makes the crate
 //! panic inside a destructor, which aborts the process, and nothing can tell
 //! beforehand. Here a thread's ownership is tracked by our own exit hook
-//! ([`crate::registry`]), registered when the thread first claims a slot,
+//! ([`crate::registry`]), registered when the thread first claims a value,
 //! so a claim made during teardown is simply undone when that hook runs.
 
 use std::ptr;
@@ -28,15 +28,15 @@ use std::ptr;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering};
 use crate::registry::{NOBODY, Token};
 
-/// A value that a [`SlotList`] hands to one thread at a time.
-pub(crate) trait Slot {
-    /// The token of the thread that owns this slot, or [`NOBODY`].
+/// A value that a [`ClaimList`] hands to one thread at a time.
+pub(crate) trait Claimable {
+    /// The token of the thread that owns this value, or [`NOBODY`].
     fn owner(&self) -> &AtomicU64;
 }
 
-/// An append-only list of per-thread slots.
-pub(crate) struct SlotList<T> {
-    /// The newest slot; each links to the one pushed before it.
+/// An append-only list of per-thread values.
+pub(crate) struct ClaimList<T> {
+    /// The newest value; each links to the one pushed before it.
     head: AtomicPtr<Node<T>>,
 }
 
@@ -48,29 +48,29 @@ struct Node<T> {
 
 // SAFETY: the list owns its nodes (boxes it frees when it drops); sending the
 // list sends the values, hence `T: Send`.
-unsafe impl<T: Send> Send for SlotList<T> {}
+unsafe impl<T: Send> Send for ClaimList<T> {}
 // SAFETY: other threads reach the values through `&T` only (`iter`, `claim`),
 // hence `T: Sync`; the links are written before a node is published with a
 // `Release` exchange and only read after an `Acquire` load.
-unsafe impl<T: Send + Sync> Sync for SlotList<T> {}
+unsafe impl<T: Send + Sync> Sync for ClaimList<T> {}
 
-impl<T: Slot> SlotList<T> {
+impl<T: Claimable> ClaimList<T> {
     pub(crate) fn new() -> Self {
         Self {
             head: AtomicPtr::new(ptr::null_mut()),
         }
     }
 
-    /// Claims a slot for the thread with `token`: one that no thread owns,
+    /// Claims a value for the thread with `token`: one that no thread owns,
     /// or a new one made by `create`, whose owner `claim` sets to `token`.
     ///
-    /// A reused slot is in whatever state its last owner left it; its owner
+    /// A reused value is in whatever state its last owner left it; its owner
     /// gave it up (its exit hook) after emptying its owner-only parts.
     pub(crate) fn claim(&self, token: Token, create: impl FnOnce() -> T) -> &T {
         for value in self.iter() {
             let owner = value.owner();
             // Acquire: pairs with the `Release` store of `NOBODY` by the
-            // thread that gave the slot up, so its last writes to the slot's
+            // thread that gave the value up, so its last writes to the value's
             // owner-only parts happen before ours.
             if owner.load(Ordering::Relaxed) == NOBODY
                 && owner
@@ -105,7 +105,7 @@ impl<T: Slot> SlotList<T> {
         unsafe { &(*node).value }
     }
 
-    /// Every slot, newest first (those pushed after this call starts may be
+    /// Every value, newest first (those pushed after this call starts may be
     /// missed).
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         // Acquire: pairs with the `Release` exchange that published the head,
@@ -121,7 +121,7 @@ impl<T: Slot> SlotList<T> {
     }
 }
 
-impl<T> Drop for SlotList<T> {
+impl<T> Drop for ClaimList<T> {
     fn drop(&mut self) {
         let mut at = self.head.load(Ordering::Acquire);
         while !at.is_null() {
@@ -142,7 +142,7 @@ mod tests {
         made_by: Token,
     }
 
-    impl Slot for Cell {
+    impl Claimable for Cell {
         fn owner(&self) -> &AtomicU64 {
             &self.owner
         }
@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn claims_reuse_what_is_given_up() {
-        let list = SlotList::new();
+        let list = ClaimList::new();
         let a = list.claim(4, || cell(4));
         let b = list.claim(8, || cell(8));
         assert!(!ptr::eq(a, b));
@@ -170,7 +170,7 @@ mod tests {
         );
         a.owner.store(NOBODY, Ordering::Release);
         let c = list.claim(12, || cell(12));
-        assert!(ptr::eq(a, c), "the slot given up is reused");
+        assert!(ptr::eq(a, c), "the value given up is reused");
         assert_eq!((c.made_by, c.owner.load(Ordering::Relaxed)), (4, 12));
         assert_eq!(list.iter().count(), 2);
     }

@@ -15,12 +15,12 @@ use crate::idle::bytes_of;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::resetting::Resetting;
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::striped::Stripes;
 use crate::unwind::{self, OnUnwind};
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// Every release but the owner's push into a cache with room: discards
     /// (`ratio`, capacity 0, a panicking thread), releases under an
     /// idle-memory cap, releases on a thread that does not own the object's

@@ -15,12 +15,12 @@ use crate::idle::bytes_of;
 use crate::loom::Ordering;
 use crate::recyclable::Recyclable;
 use crate::registry;
-use crate::shared::Inner;
+use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::striped::Stripes;
 use crate::unwind::OnUnwind;
 
-impl<T: Recyclable> Inner<T> {
+impl<T: Recyclable> Shared<T> {
     /// `get` when the owner path found nothing: pooled, else made.
     #[cold]
     #[inline(never)]
@@ -186,34 +186,6 @@ impl<T: Recyclable> Inner<T> {
             None => Counters::add_shared(&self.shared.created, 1),
         }
         (obj, self.home(local, !keep))
-    }
-
-    /// Makes `obj`, an object in use that this recycler did not hand out (a
-    /// buffer that grew into another bucket), one of its objects in use,
-    /// homed at the calling thread's cache; the caller releases it next.
-    pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
-        if self.stripes.is_some() {
-            Counters::add_shared(&self.shared.adopted, 1);
-            return (obj, self.home(None, !self.config.pooling()));
-        }
-        let local = self.local_for_current();
-        self.count_for(local, |c| &c.adopted, 1);
-        // A recycler that pools nothing homes it where its release drops it.
-        (obj, self.home(local, !self.config.pooling()))
-    }
-
-    /// Hands out `obj`, released and passed straight to the calling thread
-    /// (a buffer a release handed to a waiter): a hit, homed at the calling
-    /// thread's cache.
-    pub(crate) fn handed(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
-        if self.stripes.is_some() {
-            Counters::add_shared(&self.shared.hits, 1);
-            return (obj, self.home(None, !self.config.pooling()));
-        }
-        let local = self.local_for_current();
-        self.count_for(local, |c| &c.hits, 1);
-        // A recycler that pools nothing homes it where its release drops it.
-        (obj, self.home(local, !self.config.pooling()))
     }
 
     /// Makes up to `n` objects with the factory into the depot, where every
