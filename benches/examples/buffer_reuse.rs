@@ -38,7 +38,8 @@
 //! between runs of one contender by about 190 KiB (two modes, with address
 //! randomization off as well), more than the contenders differ by; the
 //! anonymous part is what the contender's allocations hold, and repeats to
-//! within a few pages, 4–24 KiB (`docs/BENCHMARKS.md`, "Buffers that grow").
+//! within a few pages, 4–24 KiB (`docs/benchmarks-record.md`, "Buffers that
+//! grow").
 
 use std::hint::black_box;
 use std::sync::Barrier;

@@ -409,8 +409,8 @@ fn contended(
 /// 2,668), so the queue's policy is all it measures; with threads, whose
 /// acquires at the limit take their own larger idle buffers, the hit
 /// ratio is 80 to 96 % while they get their turns, 43 to 85 % on a
-/// heavily loaded machine (`docs/BENCHMARKS.md`, "Mixed sizes under a
-/// limit").
+/// heavily loaded machine (`docs/benchmarks-record.md`, "Mixed sizes under
+/// a limit").
 #[test]
 fn two_sizes_under_a_limit_keep_the_hit_ratio() {
     let s = contended(32 * KIB, &[4 * KIB, 16 * KIB], Sizes::Shared, 4, 4000);

@@ -20,8 +20,8 @@
 //! (server and client, from `getrusage`) per response, and its allocations
 //! per response, counted by a global allocator that wraps the chosen one.
 //! The tables give medians over the runs and their ranges. The results on
-//! the project's machine, and what they mean, are in `docs/BENCHMARKS.md`
-//! ("An end-to-end server").
+//! the project's machine, and what they mean, are in
+//! `docs/benchmarks-record.md` ("An end-to-end server").
 //!
 //! Two variants: `small` (50 connections, 2 server workers, 64-byte
 //! requests, 1 KiB responses, as a key-value server might see) and `large`

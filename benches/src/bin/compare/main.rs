@@ -23,6 +23,7 @@
 //! child process that failed), never because of a slow result.
 
 mod child;
+mod common;
 mod json;
 mod legend;
 mod measure;

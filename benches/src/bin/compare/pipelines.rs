@@ -13,12 +13,12 @@ use recycler_benches::{
 };
 use recycler_core::Recycler;
 
+use crate::common::{
+    BOX_MSG, MsgPeers, closest_peer, faster_or_slower, pinning_note, recycler_note,
+};
 use crate::measure::{Bench, Contender};
 use crate::report::{Outcome, Unit};
 use crate::targets::{self, Check};
-use crate::workloads::{
-    BOX_MSG, MsgPeers, closest_peer, faster_or_slower, pinning_note, recycler_note,
-};
 
 /// A fresh `Box<Message>`, its strings and vectors allocated as it is
 /// filled and freed by the consumer.

@@ -4,8 +4,9 @@
 //! To add a contender, add its line to the workload's `contenders` list
 //! below; a recycler configuration goes into
 //! [`recycler_benches::recyclers`] instead, and then appears in W1, W2, W6
-//! and W9 at once. W2 and W2M live in `pipelines.rs`. Every target line goes through
-//! [`targets`], which marks it MET or MISSED.
+//! and W9 at once. W2 and W2M live in `pipelines.rs`, and what both files
+//! use in `common.rs`. Every target line goes through [`targets`], which
+//! marks it MET or MISSED.
 
 use std::time::Duration;
 
@@ -19,14 +20,14 @@ use recycler_benches::buffers::{
 };
 use recycler_benches::wakeup::{Waiter, median_p99, wakeup_latencies};
 use recycler_benches::{
-    Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeMutex,
-    LockfreeSpinLock, Message, Msg, OPool, OPoolLocal, ObjectPool, Poolshark, RecyclerOwned,
-    ShardedSlab, Source, Take, VecPool, affinity, recyclers, w1_floor, w1_floor_slot,
-    w1_get_release, w6_migrating, w7_teardown, w7_teardown_boxes, w8_scaling, w9_owner,
-    w9_producer_consumer,
+    Boxed, Buffers, Corpus, FreshVec, GlobalAllocator, LockfreeLinear, LockfreeSpinLock, Message,
+    Msg, OPool, OPoolLocal, ObjectPool, RecyclerOwned, ShardedSlab, Source, Take, VecPool,
+    recyclers, w1_floor, w1_floor_slot, w1_get_release, w6_migrating, w7_teardown,
+    w7_teardown_boxes, w8_scaling, w9_owner, w9_producer_consumer,
 };
 use recycler_core::buffer::BufferPool;
 
+use crate::common::{BOX_MSG, MsgPeers, closest_peer, faster_or_slower, recycler_note};
 use crate::measure::{Bench, Contender, Measured, median};
 use crate::pipelines::{w2, w2_summary, w2m, w2m_summary};
 use crate::report::{Outcome, Unit, column};
@@ -149,9 +150,6 @@ fn per_item(results: &mut [Measured], n: usize) {
     }
 }
 
-/// `Box::new` + drop of a [`Msg`] under the process's global allocator.
-pub(crate) static BOX_MSG: Boxed<Msg> = Boxed::new();
-
 /// `Box::new` + drop of a [`Message`], then its strings and vectors.
 static BOX_MESSAGE: Boxed<Message> = Boxed::new();
 
@@ -166,34 +164,6 @@ fn speedup_in(group: &[Outcome], alloc: GlobalAllocator, other: &str) -> Option<
     column(group, alloc).and_then(|o| o.speedup(other))
 }
 
-/// `a is 1.23x faster than b` or `a is 1.23x slower than b`, from
-/// `x` = b's time / a's time: never a ratio below 1 called faster.
-pub(crate) fn faster_or_slower(a: &str, b: &str, x: f64) -> String {
-    if x >= 1.0 {
-        format!("{a} is {x:.2}x faster than {b}")
-    } else {
-        format!("{a} is {:.2}x slower than {b}", 1.0 / x)
-    }
-}
-
-/// A note for an outcome of a two-thread workload measured where its
-/// threads could not be pinned (see [`affinity`]); `None` when pinned.
-/// The recycler's own line under a workload: its hit ratio and what it
-/// made and dropped.
-pub(crate) fn recycler_note(s: &recycler_core::RecyclerStats) -> String {
-    format!(
-        "recycler hit ratio {:.2}% (created {}, dropped {})",
-        s.hit_ratio() * 100.0,
-        s.created,
-        s.dropped
-    )
-}
-
-pub(crate) fn pinning_note() -> Option<String> {
-    let status = affinity::status();
-    (!status.starts_with("pinned")).then_some(status)
-}
-
 /// `ratio_in` for every column: `jemalloc 1.20x, system 2.01x, ...`.
 fn ratios(group: &[Outcome], other: &str) -> String {
     group
@@ -201,18 +171,6 @@ fn ratios(group: &[Outcome], other: &str) -> String {
         .map(|o| format!("{} {}", o.alloc, ratio_in(group, o.alloc, other)))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The peer pools of W1 and W2, on [`Msg`].
-#[derive(Default)]
-pub(crate) struct MsgPeers {
-    pub(crate) slab: ShardedSlab,
-    pub(crate) object_pool: ObjectPool,
-    pub(crate) linear: LockfreeLinear,
-    pub(crate) spin: LockfreeSpinLock,
-    pub(crate) mutex: LockfreeMutex,
-    pub(crate) opool: OPool,
-    pub(crate) shark: Poolshark,
 }
 
 /// The thread-safe peers that striped mode must beat in W1.
@@ -331,14 +289,6 @@ fn w1_summary(group: &[Outcome]) -> Vec<String> {
             speedup_in(group, GlobalAllocator::Mimalloc, "box"),
         ),
     ]
-}
-
-/// The fastest of `peers` in `o`, and how many times faster `ours` is.
-pub(crate) fn closest_peer<'p>(o: &Outcome, peers: &[&'p str]) -> Option<(&'p str, f64)> {
-    peers
-        .iter()
-        .filter_map(|p| o.speedup(p).map(|x| (*p, x)))
-        .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 /// The fastest of `peers` in every column, and how `ours` compares.
