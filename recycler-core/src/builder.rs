@@ -435,6 +435,45 @@ impl<T: Recyclable + Send + 'static> RecyclerBuilder<T> {
     }
 }
 
+/// The builders of a recycler: here, with what they build, rather than
+/// beside the recycler, which never names its builder.
+impl<T: Recyclable + Send + 'static> Recycler<T> {
+    /// A builder whose factory is `T::default`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::<Vec<u8>>::builder().max_capacity_per_thread(64).build()?;
+    /// # drop(pool);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn builder() -> RecyclerBuilder<T>
+    where
+        T: Default,
+    {
+        Self::builder_with_factory(T::default)
+    }
+
+    /// A builder whose factory is `f`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::Recycler;
+    ///
+    /// let pool = Recycler::builder_with_factory(|| String::with_capacity(64))
+    ///     .batch_size(8)
+    ///     .build()?;
+    /// assert!(pool.get().capacity() >= 64);
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    pub fn builder_with_factory(f: impl Fn() -> T + Send + Sync + 'static) -> RecyclerBuilder<T> {
+        RecyclerBuilder::with_factory(Box::new(f))
+    }
+}
+
 impl<T> fmt::Debug for RecyclerBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecyclerBuilder")

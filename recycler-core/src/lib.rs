@@ -267,6 +267,7 @@ mod fence;
 mod gate;
 mod guard;
 pub mod guide;
+mod handle;
 mod handoff;
 mod home;
 mod idle;
@@ -292,8 +293,9 @@ mod unwind;
 pub use crate::builder::RecyclerBuilder;
 pub use crate::error::{AcquireError, ConfigError};
 pub use crate::guard::{OwnedPooled, Pooled};
+pub use crate::handle::RecyclerHandle;
 pub use crate::recyclable::Recyclable;
-pub use crate::recycler::{Recycler, RecyclerHandle};
+pub use crate::recycler::Recycler;
 pub use crate::shrink::ShrinkTo;
 pub use crate::stats::RecyclerStats;
 #[cfg(feature = "track")]

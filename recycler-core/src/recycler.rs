@@ -8,17 +8,12 @@
 
 use std::fmt;
 
-use crate::builder::RecyclerBuilder;
 use crate::config::{Config, Factory, SharedIdle};
 use crate::guard::{OwnedPooled, Pooled};
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
 use crate::shared::Shared;
 use crate::stats::RecyclerStats;
-
-pub use self::handle::RecyclerHandle;
-
-mod handle;
 
 /// A pool of reusable `T`s with a cache per thread.
 ///
@@ -106,41 +101,6 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         Self::from_parts(Box::new(f), Config::DEFAULT, None)
     }
 
-    /// A builder whose factory is `T::default`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use recycler_core::Recycler;
-    ///
-    /// let pool = Recycler::<Vec<u8>>::builder().max_capacity_per_thread(64).build()?;
-    /// # drop(pool);
-    /// # Ok::<(), recycler_core::ConfigError>(())
-    /// ```
-    pub fn builder() -> RecyclerBuilder<T>
-    where
-        T: Default,
-    {
-        Self::builder_with_factory(T::default)
-    }
-
-    /// A builder whose factory is `f`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use recycler_core::Recycler;
-    ///
-    /// let pool = Recycler::builder_with_factory(|| String::with_capacity(64))
-    ///     .batch_size(8)
-    ///     .build()?;
-    /// assert!(pool.get().capacity() >= 64);
-    /// # Ok::<(), recycler_core::ConfigError>(())
-    /// ```
-    pub fn builder_with_factory(f: impl Fn() -> T + Send + Sync + 'static) -> RecyclerBuilder<T> {
-        RecyclerBuilder::with_factory(Box::new(f))
-    }
-
     pub(crate) fn from_parts(
         factory: Factory<T>,
         config: Config,
@@ -164,7 +124,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// # Panics
     ///
     /// If the factory panics, or, under
-    /// [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
+    /// [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes), if
     /// [`Recyclable::retained_bytes`]
     /// panics measuring the object taken (which is then counted as dropped,
     /// and dropped). Every 65,536 hits on a thread's cache, a get runs the
@@ -213,7 +173,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     ///
     /// # Panics
     ///
-    /// Under [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes), if
+    /// Under [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes), if
     /// [`Recyclable::retained_bytes`]
     /// panics measuring the object taken, as in [`get`](Self::get).
     ///
@@ -304,43 +264,6 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         Some(OwnedPooled::new(Arc::clone(self), obj, home))
     }
 
-    /// A cheap, cloneable handle to this recycler that gives owned
-    /// (`'static`) guards: for a recycler kept as a plain field of a larger
-    /// shared struct (an `Arc<Server>`), not in an `Arc` of its own.
-    ///
-    /// The handle shares this recycler's pool (its caches, depot, counters
-    /// and settings): objects got through either are the same objects. It
-    /// is made with one allocation; cloning it is one atomic increment. Make
-    /// it once (when the server starts, say), keep it next to the recycler
-    /// or in place of it, and clone it where needed. See [`RecyclerHandle`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::{Recycler, RecyclerHandle};
-    ///
-    /// struct Server {
-    ///     requests: Recycler<Vec<u8>>, // a plain field
-    ///     owned: RecyclerHandle<Vec<u8>>,
-    /// }
-    ///
-    /// let requests = Recycler::new();
-    /// let owned = requests.handle();
-    /// let server = Arc::new(Server { requests, owned });
-    ///
-    /// let mut req = server.owned.get_owned(); // 'static: it may outlive `server`
-    /// req.extend_from_slice(b"GET /");
-    /// std::thread::spawn(move || assert_eq!(req[..], *b"GET /")).join().unwrap();
-    /// let s = server.requests.stats(); // one pool behind both
-    /// assert_eq!((s.created, s.released_remote), (1, 1));
-    /// ```
-    pub fn handle(&self) -> RecyclerHandle<T> {
-        RecyclerHandle::new(Arc::new(Self {
-            inner: Arc::clone(&self.inner),
-        }))
-    }
-
     /// A snapshot of the recycler's counters, summed over all threads.
     ///
     /// Exact once all threads are quiet; see [`RecyclerStats`].
@@ -393,9 +316,9 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// Makes up to `n` objects with the factory and puts them where every
     /// thread finds them: the shared depot. Returns how many it added: fewer
     /// than `n` when the depot is full (its capacity is
-    /// [`depot_capacity`](RecyclerBuilder::depot_capacity)) or an object
+    /// [`depot_capacity`](crate::RecyclerBuilder::depot_capacity)) or an object
     /// would take the idle memory over
-    /// [`max_idle_bytes`](RecyclerBuilder::max_idle_bytes); 0 when pooling is
+    /// [`max_idle_bytes`](crate::RecyclerBuilder::max_idle_bytes); 0 when pooling is
     /// off (`max_capacity_per_thread(0)`).
     ///
     /// For warming a pool at start-up on one thread, before worker threads
@@ -458,6 +381,14 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
 }
 
 impl<T> Recycler<T> {
+    /// Another `Recycler` of the same pool (its caches, depot, counters and
+    /// settings): what a [`RecyclerHandle`](crate::RecyclerHandle) holds.
+    pub(crate) fn sharing(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
     /// The shared state, for guards.
     #[inline(always)]
     pub(crate) fn inner(&self) -> &Shared<T> {

@@ -4,10 +4,10 @@
 use std::fmt;
 use std::ops::Deref;
 
-use super::Recycler;
 use crate::guard::OwnedPooled;
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
+use crate::recycler::Recycler;
 
 /// A cloneable handle to a [`Recycler`]'s pool that gives owned (`'static`)
 /// guards, made by [`Recycler::handle`].
@@ -116,6 +116,43 @@ impl<T: Recyclable + Send + 'static> RecyclerHandle<T> {
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_get_owned(&self) -> Option<OwnedPooled<T>> {
         self.recycler.try_get_owned()
+    }
+}
+
+impl<T: Recyclable + Send + 'static> Recycler<T> {
+    /// A cheap, cloneable handle to this recycler that gives owned
+    /// (`'static`) guards: for a recycler kept as a plain field of a larger
+    /// shared struct (an `Arc<Server>`), not in an `Arc` of its own.
+    ///
+    /// The handle shares this recycler's pool (its caches, depot, counters
+    /// and settings): objects got through either are the same objects. It
+    /// is made with one allocation; cloning it is one atomic increment. Make
+    /// it once (when the server starts, say), keep it next to the recycler
+    /// or in place of it, and clone it where needed. See [`RecyclerHandle`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use recycler_core::{Recycler, RecyclerHandle};
+    ///
+    /// struct Server {
+    ///     requests: Recycler<Vec<u8>>, // a plain field
+    ///     owned: RecyclerHandle<Vec<u8>>,
+    /// }
+    ///
+    /// let requests = Recycler::new();
+    /// let owned = requests.handle();
+    /// let server = Arc::new(Server { requests, owned });
+    ///
+    /// let mut req = server.owned.get_owned(); // 'static: it may outlive `server`
+    /// req.extend_from_slice(b"GET /");
+    /// std::thread::spawn(move || assert_eq!(req[..], *b"GET /")).join().unwrap();
+    /// let s = server.requests.stats(); // one pool behind both
+    /// assert_eq!((s.created, s.released_remote), (1, 1));
+    /// ```
+    pub fn handle(&self) -> RecyclerHandle<T> {
+        RecyclerHandle::new(Arc::new(self.sharing()))
     }
 }
 
