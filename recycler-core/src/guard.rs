@@ -324,6 +324,8 @@ macro_rules! guard_docs {
     };
 }
 
+pub(crate) use guard_docs;
+
 /// The traits that make a guard stand for its object as a `Box<T>` does:
 /// views (`AsRef`, `AsMut`, `Borrow`, `BorrowMut`), comparisons and hashing
 /// that look through the guard to the object (`PartialEq`, `Eq`,
