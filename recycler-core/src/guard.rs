@@ -297,6 +297,35 @@ impl<T: Recyclable + fmt::Display> fmt::Display for OwnedPooled<T> {
     }
 }
 
+/// One item of a pair that a macro writes for both guards of a kind (the
+/// borrowed guard and its owned twin), with the docs of the guard at hand:
+///
+/// ```text
+/// guard_docs! {$kind
+///     /// The borrowed guard's docs, with the examples.
+///     owned:
+///     /// The owned guard's: a line that links to them.
+///     item:
+///     impl ... for $guard { ... }
+/// }
+/// ```
+///
+/// `$kind` is `borrowed` or `owned`. Each doc example is written once, on
+/// the borrowed guard, and runs once; the tests in `tests/` exercise the
+/// owned guard's impls.
+macro_rules! guard_docs {
+    (borrowed $(#[$docs:meta])* owned: $(#[$link:meta])* item: $($item:tt)*) => {
+        $(#[$docs])*
+        $($item)*
+    };
+    (owned $(#[$docs:meta])* owned: $(#[$link:meta])* item: $($item:tt)*) => {
+        $(#[$link])*
+        $($item)*
+    };
+}
+
+pub(crate) use guard_docs;
+
 /// The traits that make a guard stand for its object as a `Box<T>` does:
 /// views (`AsRef`, `AsMut`, `Borrow`, `BorrowMut`), comparisons and hashing
 /// that look through the guard to the object (`PartialEq`, `Eq`,
@@ -306,174 +335,325 @@ impl<T: Recyclable + fmt::Display> fmt::Display for OwnedPooled<T> {
 /// a guard compares and hashes exactly as its object, so a `HashSet` or a
 /// `BTreeSet` of guards can be searched by `&T`.
 ///
-/// `$guard` is the guard type over `T`, `$head` the doc examples' setup, and
-/// `$get` the expression that gets a guard of a `String`.
+/// `$guard` is the guard type over `T`, and `$kind` says which of the two it
+/// is, for `guard_docs!`.
 macro_rules! box_like {
-    ($guard:ty, $head:literal, $get:literal) => {
-        /// The object, as [`Deref`] gives it.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nfn len_of(s: impl AsRef<String>) -> usize {\n    s.as_ref().len()\n}\n\nlet mut s = ", $get, ";\ns.push_str(\"abc\");\nassert_eq!(len_of(&s), 3);\n```")]
-        impl<T: Recyclable> AsRef<T> for $guard {
-            #[inline]
-            fn as_ref(&self) -> &T {
-                self
+    ($kind:ident $guard:ty) => {
+        guard_docs! {$kind
+            /// The object, as [`Deref`] gives it.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// fn len_of(s: impl AsRef<String>) -> usize {
+            ///     s.as_ref().len()
+            /// }
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let mut s = pool.get();
+            /// s.push_str("abc");
+            /// assert_eq!(len_of(&s), 3);
+            /// ```
+            owned:
+            /// As for [`Pooled`]: the object, as [`Deref`] gives it.
+            item:
+            impl<T: Recyclable> AsRef<T> for $guard {
+                #[inline]
+                fn as_ref(&self) -> &T {
+                    self
+                }
             }
         }
 
-        /// The object, as [`DerefMut`] gives it.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nfn shout(mut s: impl AsMut<String>) {\n    s.as_mut().make_ascii_uppercase();\n}\n\nlet mut s = ", $get, ";\ns.push_str(\"hi\");\nshout(&mut s);\nassert_eq!(*s, \"HI\");\n```")]
-        impl<T: Recyclable> AsMut<T> for $guard {
-            #[inline]
-            fn as_mut(&mut self) -> &mut T {
-                self
+        guard_docs! {$kind
+            /// The object, as [`DerefMut`] gives it.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// fn shout(mut s: impl AsMut<String>) {
+            ///     s.as_mut().make_ascii_uppercase();
+            /// }
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let mut s = pool.get();
+            /// s.push_str("hi");
+            /// shout(&mut s);
+            /// assert_eq!(*s, "HI");
+            /// ```
+            owned:
+            /// As for [`Pooled`]: the object, as [`DerefMut`] gives it.
+            item:
+            impl<T: Recyclable> AsMut<T> for $guard {
+                #[inline]
+                fn as_mut(&mut self) -> &mut T {
+                    self
+                }
             }
         }
 
-        /// The object. The guard compares, orders and hashes as the object
-        /// does, so collections of guards can be searched by `&T`, as
-        /// collections of `Box<T>` can. Only by `&T`: a guard of a `String`
-        /// does not borrow as a `str` (nor does a `Box<String>`).
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::collections::HashSet;\n", $head, "\nlet mut a = ", $get, ";\na.push_str(\"a\");\nlet set = HashSet::from([a]);\nassert!(set.contains(&String::from(\"a\")));\nassert!(!set.contains(&String::from(\"b\")));\n```")]
-        ///
-        /// Searching by `&str` does not compile:
-        ///
-        #[doc = concat!("```compile_fail,E0277\nuse std::collections::HashSet;\n", $head, "\nlet set = HashSet::from([", $get, "]);\nset.contains(\"\");\n```")]
-        impl<T: Recyclable> Borrow<T> for $guard {
-            #[inline]
-            fn borrow(&self) -> &T {
-                self
+        guard_docs! {$kind
+            /// The object. The guard compares, orders and hashes as the object
+            /// does, so collections of guards can be searched by `&T`, as
+            /// collections of `Box<T>` can. Only by `&T`: a guard of a `String`
+            /// does not borrow as a `str` (nor does a `Box<String>`).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::collections::HashSet;
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let mut a = pool.get();
+            /// a.push_str("a");
+            /// let set = HashSet::from([a]);
+            /// assert!(set.contains(&String::from("a")));
+            /// assert!(!set.contains(&String::from("b")));
+            /// ```
+            ///
+            /// Searching by `&str` does not compile:
+            ///
+            /// ```compile_fail,E0277
+            /// use std::collections::HashSet;
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let set = HashSet::from([pool.get()]);
+            /// set.contains("");
+            /// ```
+            owned:
+            /// As for [`Pooled`]: the object; a set of guards is searched by `&T`.
+            item:
+            impl<T: Recyclable> Borrow<T> for $guard {
+                #[inline]
+                fn borrow(&self) -> &T {
+                    self
+                }
             }
         }
 
-        /// The object, mutably.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::borrow::BorrowMut;\n", $head, "\nlet mut s = ", $get, ";\nlet inner: &mut String = s.borrow_mut();\ninner.push('x');\nassert_eq!(*s, \"x\");\n```")]
-        impl<T: Recyclable> BorrowMut<T> for $guard {
-            #[inline]
-            fn borrow_mut(&mut self) -> &mut T {
-                self
+        guard_docs! {$kind
+            /// The object, mutably.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::borrow::BorrowMut;
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let mut s = pool.get();
+            /// let inner: &mut String = s.borrow_mut();
+            /// inner.push('x');
+            /// assert_eq!(*s, "x");
+            /// ```
+            owned:
+            /// As for [`Pooled`]: the object, mutably.
+            item:
+            impl<T: Recyclable> BorrowMut<T> for $guard {
+                #[inline]
+                fn borrow_mut(&mut self) -> &mut T {
+                    self
+                }
             }
         }
 
-        /// Two guards are equal when their objects are, as two boxes are.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $get, ", ", $get, ");\na.push_str(\"x\");\nassert_ne!(a, b);\nb.push_str(\"x\");\nassert_eq!(a, b);\n```")]
-        impl<T: Recyclable + PartialEq> PartialEq for $guard {
-            #[inline]
-            fn eq(&self, other: &Self) -> bool {
-                PartialEq::eq(&**self, &**other)
-            }
+        guard_docs! {$kind
+            /// Two guards are equal when their objects are, as two boxes are.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let (mut a, mut b) = (pool.get(), pool.get());
+            /// a.push_str("x");
+            /// assert_ne!(a, b);
+            /// b.push_str("x");
+            /// assert_eq!(a, b);
+            /// ```
+            owned:
+            /// As for [`Pooled`]: two guards are equal when their objects are.
+            item:
+            impl<T: Recyclable + PartialEq> PartialEq for $guard {
+                #[inline]
+                fn eq(&self, other: &Self) -> bool {
+                    PartialEq::eq(&**self, &**other)
+                }
 
-            #[inline]
-            #[allow(clippy::partialeq_ne_impl, reason = "forwards `T`'s own `ne`, as `Box` does")]
-            fn ne(&self, other: &Self) -> bool {
-                PartialEq::ne(&**self, &**other)
-            }
-        }
-
-        /// Equality is an equivalence when the objects' is.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nfn same<E: Eq>(a: &E, b: &E) -> bool {\n    a == b\n}\n\nlet (a, b) = (", $get, ", ", $get, ");\nassert!(same(&a, &b)); // both empty\n```")]
-        impl<T: Recyclable + Eq> Eq for $guard {}
-
-        /// Guards order as their objects do.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $get, ", ", $get, ");\na.push_str(\"apple\");\nb.push_str(\"banana\");\nassert!(a < b);\nassert_eq!(a.partial_cmp(&b), Some(std::cmp::Ordering::Less));\n```")]
-        impl<T: Recyclable + PartialOrd> PartialOrd for $guard {
-            #[inline]
-            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-                PartialOrd::partial_cmp(&**self, &**other)
-            }
-
-            #[inline]
-            fn lt(&self, other: &Self) -> bool {
-                PartialOrd::lt(&**self, &**other)
-            }
-
-            #[inline]
-            fn le(&self, other: &Self) -> bool {
-                PartialOrd::le(&**self, &**other)
-            }
-
-            #[inline]
-            fn gt(&self, other: &Self) -> bool {
-                PartialOrd::gt(&**self, &**other)
-            }
-
-            #[inline]
-            fn ge(&self, other: &Self) -> bool {
-                PartialOrd::ge(&**self, &**other)
+                #[inline]
+                #[allow(
+                    clippy::partialeq_ne_impl,
+                    reason = "forwards `T`'s own `ne`, as `Box` does"
+                )]
+                fn ne(&self, other: &Self) -> bool {
+                    PartialEq::ne(&**self, &**other)
+                }
             }
         }
 
-        /// Guards order as their objects do, so a list of them sorts by
-        /// object.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet mut names: Vec<_> = [\"carol\", \"alice\", \"bob\"]\n    .into_iter()\n    .map(|name| {\n        let mut s = ", $get, ";\n        s.push_str(name);\n        s\n    })\n    .collect();\nnames.sort();\nlet sorted: Vec<&str> = names.iter().map(|s| s.as_str()).collect();\nassert_eq!(sorted, [\"alice\", \"bob\", \"carol\"]);\n```")]
-        impl<T: Recyclable + Ord> Ord for $guard {
-            #[inline]
-            fn cmp(&self, other: &Self) -> Ordering {
-                Ord::cmp(&**self, &**other)
+        guard_docs! {$kind
+            /// Equality is an equivalence when the objects' is.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// fn same<E: Eq>(a: &E, b: &E) -> bool {
+            ///     a == b
+            /// }
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let (a, b) = (pool.get(), pool.get());
+            /// assert!(same(&a, &b)); // both empty
+            /// ```
+            owned:
+            /// As for [`Pooled`]: equality is an equivalence when the objects' is.
+            item:
+            impl<T: Recyclable + Eq> Eq for $guard {}
+        }
+
+        guard_docs! {$kind
+            /// Guards order as their objects do.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let (mut a, mut b) = (pool.get(), pool.get());
+            /// a.push_str("apple");
+            /// b.push_str("banana");
+            /// assert!(a < b);
+            /// assert_eq!(a.partial_cmp(&b), Some(std::cmp::Ordering::Less));
+            /// ```
+            owned:
+            /// As for [`Pooled`]: guards order as their objects do.
+            item:
+            impl<T: Recyclable + PartialOrd> PartialOrd for $guard {
+                #[inline]
+                fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                    PartialOrd::partial_cmp(&**self, &**other)
+                }
+
+                #[inline]
+                fn lt(&self, other: &Self) -> bool {
+                    PartialOrd::lt(&**self, &**other)
+                }
+
+                #[inline]
+                fn le(&self, other: &Self) -> bool {
+                    PartialOrd::le(&**self, &**other)
+                }
+
+                #[inline]
+                fn gt(&self, other: &Self) -> bool {
+                    PartialOrd::gt(&**self, &**other)
+                }
+
+                #[inline]
+                fn ge(&self, other: &Self) -> bool {
+                    PartialOrd::ge(&**self, &**other)
+                }
             }
         }
 
-        /// Hashes the object, exactly as hashing `T` does (as `Box` does),
-        /// which [`Borrow<T>`] requires.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::hash::{BuildHasher, RandomState};\n", $head, "\nlet mut s = ", $get, ";\ns.push_str(\"key\");\nlet hasher = RandomState::new();\nassert_eq!(hasher.hash_one(&s), hasher.hash_one(String::from(\"key\")));\n```")]
-        impl<T: Recyclable + Hash> Hash for $guard {
-            #[inline]
-            fn hash<H: Hasher>(&self, state: &mut H) {
-                (**self).hash(state);
+        guard_docs! {$kind
+            /// Guards order as their objects do, so a list of them sorts by
+            /// object.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let mut names: Vec<_> = ["carol", "alice", "bob"]
+            ///     .into_iter()
+            ///     .map(|name| {
+            ///         let mut s = pool.get();
+            ///         s.push_str(name);
+            ///         s
+            ///     })
+            ///     .collect();
+            /// names.sort();
+            /// let sorted: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+            /// assert_eq!(sorted, ["alice", "bob", "carol"]);
+            /// ```
+            owned:
+            /// As for [`Pooled`]: guards order as their objects do.
+            item:
+            impl<T: Recyclable + Ord> Ord for $guard {
+                #[inline]
+                fn cmp(&self, other: &Self) -> Ordering {
+                    Ord::cmp(&**self, &**other)
+                }
             }
         }
 
-        /// The object's address, as `Box` formats it (the object does not
-        /// move while the guard holds it).
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet s = ", $get, ";\nassert_eq!(format!(\"{s:p}\"), format!(\"{:p}\", &*s));\n```")]
-        impl<T: Recyclable> fmt::Pointer for $guard {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                let ptr: *const T = &**self;
-                fmt::Pointer::fmt(&ptr, f)
+        guard_docs! {$kind
+            /// Hashes the object, exactly as hashing `T` does (as `Box` does),
+            /// which [`Borrow<T>`] requires.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::hash::{BuildHasher, RandomState};
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let mut s = pool.get();
+            /// s.push_str("key");
+            /// let hasher = RandomState::new();
+            /// assert_eq!(hasher.hash_one(&s), hasher.hash_one(String::from("key")));
+            /// ```
+            owned:
+            /// As for [`Pooled`]: hashes the object, exactly as hashing `T` does.
+            item:
+            impl<T: Recyclable + Hash> Hash for $guard {
+                #[inline]
+                fn hash<H: Hasher>(&self, state: &mut H) {
+                    (**self).hash(state);
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// The object's address, as `Box` formats it (the object does not
+            /// move while the guard holds it).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool: Recycler<String> = Recycler::new();
+            /// let s = pool.get();
+            /// assert_eq!(format!("{s:p}"), format!("{:p}", &*s));
+            /// ```
+            owned:
+            /// As for [`Pooled`]: the object's address.
+            item:
+            impl<T: Recyclable> fmt::Pointer for $guard {
+                fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    let ptr: *const T = &**self;
+                    fmt::Pointer::fmt(&ptr, f)
+                }
             }
         }
     };
 }
 
-box_like!(
-    Pooled<'_, T>,
-    "use recycler_core::Recycler;\n\nlet pool: Recycler<String> = Recycler::new();",
-    "pool.get()"
-);
-
-box_like!(
-    OwnedPooled<T>,
-    "use std::sync::Arc;\nuse recycler_core::Recycler;\n\nlet pool = Arc::new(Recycler::<String>::new());",
-    "pool.get_owned()"
-);
+box_like!(borrowed Pooled<'_, T>);
+box_like!(owned OwnedPooled<T>);
 
 mod forward;
 

@@ -476,6 +476,49 @@ fn grow_then_release_goes_to_the_new_bucket() {
     assert_conserved(&s, 0);
 }
 
+/// The Vec-like API of the owned buffer (its doc examples are on
+/// `PooledBuf`'s methods).
+#[test]
+fn an_owned_buffer_has_the_vec_like_api() {
+    let pool = Arc::new(BufferPool::new());
+    let mut buf = pool.acquire_owned(16);
+    assert!(buf.is_empty());
+    assert_eq!((buf.len(), buf.capacity()), (0, 4 * KIB));
+    buf.push(b'x');
+    buf.extend_from_slice(b"abcdef");
+    assert!(!buf.is_empty());
+    assert_eq!((buf.len(), &buf[..]), (7, &b"xabcdef"[..]));
+    let first = buf[..].as_ptr();
+    assert_eq!(buf.as_ptr(), first);
+    assert_eq!(buf.as_mut_ptr().cast_const(), first);
+    buf.truncate(3);
+    assert_eq!(buf, *b"xab");
+    buf.truncate(10);
+    assert_eq!(buf, *b"xab");
+    buf.resize(5, 0xAB);
+    assert_eq!(buf, [b'x', b'a', b'b', 0xAB, 0xAB]);
+    buf.resize(1, 0);
+    assert_eq!(buf, *b"x");
+    let spare = buf.spare_capacity_mut();
+    assert_eq!(
+        (spare.len(), spare.as_ptr().cast::<u8>()),
+        (4 * KIB - 1, first.wrapping_add(1))
+    );
+    buf.clear();
+    assert!(buf.is_empty());
+    assert_eq!(buf.capacity(), 4 * KIB, "the capacity is kept");
+    buf.extend_from_slice(&[0; 5000]);
+    assert_eq!(buf.capacity(), 8 * KIB);
+    buf.reserve(10_000);
+    assert!(buf.capacity() >= 15_000);
+    assert!(buf.try_reserve(100).is_ok());
+    assert!(matches!(
+        buf.try_reserve(usize::MAX),
+        Err(AcquireError::TooLarge { .. })
+    ));
+    assert_eq!(buf.len(), 5000, "unchanged by the failure");
+}
+
 #[test]
 fn released_on_another_thread_comes_home() {
     let pool = BufferPool::new();

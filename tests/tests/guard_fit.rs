@@ -203,9 +203,21 @@ fn io_calls_reach_the_objects_own_methods() -> io::Result<()> {
     fill(&mut o)?;
     let buf = o.fill_buf()?.to_vec();
     o.consume(1);
+    let mut y = [0; 1];
+    o.read_exact(&mut y)?;
+    assert_eq!(o.seek(io::SeekFrom::Start(2))?, 2);
+    assert_eq!(o.stream_position()?, 0);
+    assert_eq!((buf, y), (b"xy".to_vec(), *b"y"));
     assert_eq!(
-        (buf, o.calls.clone()),
-        (b"xy".to_vec(), vec!["write_all", "fill_buf", "consume"])
+        o.calls,
+        [
+            "write_all",
+            "fill_buf",
+            "consume",
+            "read_exact",
+            "seek",
+            "stream_position"
+        ]
     );
     Ok(())
 }
@@ -321,7 +333,9 @@ fn iterator_calls_reach_the_objects_own_methods() {
 
     let owned = Arc::new(Recycler::<Digits>::new());
     let mut o = owned.get_owned();
-    o.back = 4;
+    o.back = 5;
+    assert_eq!(o.len(), 5);
+    assert_eq!(o.next_back(), Some(4));
     let sum: u32 = o.map(|x| x * 10).sum();
     assert_eq!(sum, 60);
     assert_eq!(owned.stats().idle, 1);

@@ -334,6 +334,8 @@ fn buffers_hash_and_order_as_their_bytes() {
     owned.sort();
     let sorted: Vec<&[u8]> = owned.iter().map(|b| &b[..]).collect();
     assert_eq!(sorted, [&b"a"[..], b"z", b"zz"]);
+    assert!(owned[0] < owned[1] && owned[2] > owned[1]);
+    assert_eq!(owned[1].cmp(&owned[2]), std::cmp::Ordering::Less);
 }
 
 #[test]

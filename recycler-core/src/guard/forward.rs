@@ -20,222 +20,410 @@ use std::task::{Context, Poll};
 use super::{OwnedPooled, Pooled};
 use crate::recyclable::Recyclable;
 
-/// The forwarding impls for one guard type. `$guard` is the guard over `T`;
-/// the doc examples make their pool with `$uses`, then
-/// `let pool = $open<Type>$close`, and take a guard with `$get`.
+/// The forwarding impls for one guard type. `$guard` is the guard over `T`,
+/// and `$kind` says which of the two it is, for `guard_docs!`.
 macro_rules! forward {
-    ($guard:ty, $uses:literal, $open:literal, $close:literal, $get:literal) => {
-        /// Reads from the object, as `Box<R>` does.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::collections::VecDeque;\nuse std::io::Read;\n", $uses, "\n\n", $open, "VecDeque<u8>", $close, "\nlet mut queue = ", $get, ";\nqueue.extend(b\"abc\");\nlet mut out = [0; 2];\nqueue.read_exact(&mut out)?;\nassert_eq!(&out, b\"ab\");\nlet mut rest = Vec::new();\nqueue.read_to_end(&mut rest)?;\nassert_eq!(rest, b\"c\");\n# Ok::<(), std::io::Error>(())\n```")]
-        impl<T: Recyclable + io::Read> io::Read for $guard {
-            #[inline]
-            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-                (**self).read(buf)
-            }
+    ($kind:ident $guard:ty) => {
+        guard_docs! {$kind
+            /// Reads from the object, as `Box<R>` does.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::collections::VecDeque;
+            /// use std::io::Read;
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool = Recycler::<VecDeque<u8>>::new();
+            /// let mut queue = pool.get();
+            /// queue.extend(b"abc");
+            /// let mut out = [0; 2];
+            /// queue.read_exact(&mut out)?;
+            /// assert_eq!(&out, b"ab");
+            /// let mut rest = Vec::new();
+            /// queue.read_to_end(&mut rest)?;
+            /// assert_eq!(rest, b"c");
+            /// # Ok::<(), std::io::Error>(())
+            /// ```
+            owned:
+            /// As for [`Pooled`]: reads from the object.
+            item:
+            impl<T: Recyclable + io::Read> io::Read for $guard {
+                #[inline]
+                fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                    (**self).read(buf)
+                }
 
-            #[inline]
-            fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-                (**self).read_vectored(bufs)
-            }
+                #[inline]
+                fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+                    (**self).read_vectored(bufs)
+                }
 
-            #[inline]
-            fn read_to_end(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
-                (**self).read_to_end(buf)
-            }
+                #[inline]
+                fn read_to_end(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+                    (**self).read_to_end(buf)
+                }
 
-            #[inline]
-            fn read_to_string(&mut self, buf: &mut String) -> io::Result<usize> {
-                (**self).read_to_string(buf)
-            }
+                #[inline]
+                fn read_to_string(&mut self, buf: &mut String) -> io::Result<usize> {
+                    (**self).read_to_string(buf)
+                }
 
-            #[inline]
-            fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
-                (**self).read_exact(buf)
-            }
-        }
-
-        /// Reads lines and delimited records from the object, as
-        /// `Box<B>` does.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::collections::VecDeque;\nuse std::io::BufRead;\n", $uses, "\n\n", $open, "VecDeque<u8>", $close, "\nlet mut input = ", $get, ";\ninput.extend(b\"GET / HTTP/1.1\\r\\nHost: a\\r\\n\");\nlet mut line = String::new();\ninput.read_line(&mut line)?;\nassert_eq!(line, \"GET / HTTP/1.1\\r\\n\");\nlet lines: Vec<String> = input.lines().collect::<Result<_, _>>()?;\nassert_eq!(lines, [\"Host: a\"]);\n# Ok::<(), std::io::Error>(())\n```")]
-        impl<T: Recyclable + io::BufRead> io::BufRead for $guard {
-            #[inline]
-            fn fill_buf(&mut self) -> io::Result<&[u8]> {
-                (**self).fill_buf()
-            }
-
-            #[inline]
-            fn consume(&mut self, amt: usize) {
-                (**self).consume(amt);
-            }
-
-            #[inline]
-            fn read_until(&mut self, byte: u8, buf: &mut Vec<u8>) -> io::Result<usize> {
-                (**self).read_until(byte, buf)
-            }
-
-            #[inline]
-            fn skip_until(&mut self, byte: u8) -> io::Result<usize> {
-                (**self).skip_until(byte)
-            }
-
-            #[inline]
-            fn read_line(&mut self, buf: &mut String) -> io::Result<usize> {
-                (**self).read_line(buf)
+                #[inline]
+                fn read_exact(&mut self, buf: &mut [u8]) -> io::Result<()> {
+                    (**self).read_exact(buf)
+                }
             }
         }
 
-        /// Writes to the object, as `Box<W>` does: a guard of a `Vec<u8>`
-        /// is a writer because a `Vec<u8>` is.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::io::Write;\n", $uses, "\n\n", $open, "Vec<u8>", $close, "\nlet mut out = ", $get, ";\nwrite!(out, \"{} + {} = {}\", 1, 2, 1 + 2)?;\nout.write_all(b\"!\")?;\nassert_eq!(&out[..], b\"1 + 2 = 3!\");\n# Ok::<(), std::io::Error>(())\n```")]
-        impl<T: Recyclable + io::Write> io::Write for $guard {
-            #[inline]
-            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-                (**self).write(buf)
-            }
+        guard_docs! {$kind
+            /// Reads lines and delimited records from the object, as
+            /// `Box<B>` does.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::collections::VecDeque;
+            /// use std::io::BufRead;
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool = Recycler::<VecDeque<u8>>::new();
+            /// let mut input = pool.get();
+            /// input.extend(b"GET / HTTP/1.1\r\nHost: a\r\n");
+            /// let mut line = String::new();
+            /// input.read_line(&mut line)?;
+            /// assert_eq!(line, "GET / HTTP/1.1\r\n");
+            /// let lines: Vec<String> = input.lines().collect::<Result<_, _>>()?;
+            /// assert_eq!(lines, ["Host: a"]);
+            /// # Ok::<(), std::io::Error>(())
+            /// ```
+            owned:
+            /// As for [`Pooled`]: reads lines and delimited records from the object.
+            item:
+            impl<T: Recyclable + io::BufRead> io::BufRead for $guard {
+                #[inline]
+                fn fill_buf(&mut self) -> io::Result<&[u8]> {
+                    (**self).fill_buf()
+                }
 
-            #[inline]
-            fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-                (**self).write_vectored(bufs)
-            }
+                #[inline]
+                fn consume(&mut self, amt: usize) {
+                    (**self).consume(amt);
+                }
 
-            #[inline]
-            fn flush(&mut self) -> io::Result<()> {
-                (**self).flush()
-            }
+                #[inline]
+                fn read_until(&mut self, byte: u8, buf: &mut Vec<u8>) -> io::Result<usize> {
+                    (**self).read_until(byte, buf)
+                }
 
-            #[inline]
-            fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-                (**self).write_all(buf)
-            }
+                #[inline]
+                fn skip_until(&mut self, byte: u8) -> io::Result<usize> {
+                    (**self).skip_until(byte)
+                }
 
-            #[inline]
-            fn write_fmt(&mut self, args: fmt::Arguments<'_>) -> io::Result<()> {
-                (**self).write_fmt(args)
-            }
-        }
-
-        /// Seeks in the object, as `Box<S>` does.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::io::{Cursor, Read, Seek, SeekFrom};\nuse recycler_core::Recyclable;\n", $uses, "\n\n/// An in-memory file.\n#[derive(Default)]\nstruct MemFile(Cursor<Vec<u8>>);\n\nimpl Recyclable for MemFile {\n    fn reset(&mut self) {\n        self.0.get_mut().clear();\n        self.0.set_position(0);\n    }\n}\n\nimpl Seek for MemFile {\n    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {\n        self.0.seek(pos)\n    }\n}\n\n", $open, "MemFile", $close, "\nlet mut f = ", $get, ";\nf.0.get_mut().extend_from_slice(b\"header|body\");\nassert_eq!(f.seek(SeekFrom::Start(7))?, 7);\nassert_eq!(f.stream_position()?, 7);\nlet mut body = String::new();\nf.0.read_to_string(&mut body)?;\nassert_eq!(body, \"body\");\n# Ok::<(), std::io::Error>(())\n```")]
-        impl<T: Recyclable + io::Seek> io::Seek for $guard {
-            #[inline]
-            fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
-                (**self).seek(pos)
-            }
-
-            #[inline]
-            fn stream_position(&mut self) -> io::Result<u64> {
-                (**self).stream_position()
-            }
-
-            #[inline]
-            fn seek_relative(&mut self, offset: i64) -> io::Result<()> {
-                (**self).seek_relative(offset)
+                #[inline]
+                fn read_line(&mut self, buf: &mut String) -> io::Result<usize> {
+                    (**self).read_line(buf)
+                }
             }
         }
 
-        /// Iterates the object, as `Box<I>` does: `for x in guard`
-        /// consumes the guard (which then returns its object to the pool),
-        /// `guard.by_ref()` iterates and keeps it.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse recycler_core::Recyclable;\n", $uses, "\n\n#[derive(Default, Recyclable)]\nstruct Countdown(u32);\n\nimpl Iterator for Countdown {\n    type Item = u32;\n    fn next(&mut self) -> Option<u32> {\n        self.0 = self.0.checked_sub(1)?;\n        Some(self.0)\n    }\n}\n\n", $open, "Countdown", $close, "\nlet mut c = ", $get, ";\nc.0 = 4;\nassert_eq!(c.next(), Some(3));\nlet rest: Vec<u32> = c.collect(); // the guard is consumed, the object pooled\nassert_eq!(rest, [2, 1, 0]);\nassert_eq!(pool.stats().idle, 1);\n```")]
-        impl<T: Recyclable + Iterator> Iterator for $guard {
-            type Item = T::Item;
+        guard_docs! {$kind
+            /// Writes to the object, as `Box<W>` does: a guard of a `Vec<u8>`
+            /// is a writer because a `Vec<u8>` is.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::io::Write;
+            /// use recycler_core::Recycler;
+            ///
+            /// let pool = Recycler::<Vec<u8>>::new();
+            /// let mut out = pool.get();
+            /// write!(out, "{} + {} = {}", 1, 2, 1 + 2)?;
+            /// out.write_all(b"!")?;
+            /// assert_eq!(&out[..], b"1 + 2 = 3!");
+            /// # Ok::<(), std::io::Error>(())
+            /// ```
+            owned:
+            /// As for [`Pooled`]: writes to the object.
+            item:
+            impl<T: Recyclable + io::Write> io::Write for $guard {
+                #[inline]
+                fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                    (**self).write(buf)
+                }
 
-            #[inline]
-            fn next(&mut self) -> Option<T::Item> {
-                (**self).next()
-            }
+                #[inline]
+                fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                    (**self).write_vectored(bufs)
+                }
 
-            #[inline]
-            fn size_hint(&self) -> (usize, Option<usize>) {
-                (**self).size_hint()
-            }
+                #[inline]
+                fn flush(&mut self) -> io::Result<()> {
+                    (**self).flush()
+                }
 
-            #[inline]
-            fn nth(&mut self, n: usize) -> Option<T::Item> {
-                (**self).nth(n)
+                #[inline]
+                fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+                    (**self).write_all(buf)
+                }
+
+                #[inline]
+                fn write_fmt(&mut self, args: fmt::Arguments<'_>) -> io::Result<()> {
+                    (**self).write_fmt(args)
+                }
             }
         }
 
-        /// Iterates the object from the back, as `Box<I>` does.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::collections::VecDeque;\nuse recycler_core::Recyclable;\n", $uses, "\n\n#[derive(Default, Recyclable)]\nstruct Queue(VecDeque<u8>);\n\nimpl Iterator for Queue {\n    type Item = u8;\n    fn next(&mut self) -> Option<u8> {\n        self.0.pop_front()\n    }\n}\n\nimpl DoubleEndedIterator for Queue {\n    fn next_back(&mut self) -> Option<u8> {\n        self.0.pop_back()\n    }\n}\n\n", $open, "Queue", $close, "\nlet mut q = ", $get, ";\nq.0.extend([1, 2, 3]);\nassert_eq!(q.next_back(), Some(3));\nassert_eq!(q.rev().collect::<Vec<_>>(), [2, 1]);\n```")]
-        impl<T: Recyclable + DoubleEndedIterator> DoubleEndedIterator for $guard {
-            #[inline]
-            fn next_back(&mut self) -> Option<T::Item> {
-                (**self).next_back()
-            }
+        guard_docs! {$kind
+            /// Seeks in the object, as `Box<S>` does.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::io::{Cursor, Read, Seek, SeekFrom};
+            /// use recycler_core::{Recyclable, Recycler};
+            ///
+            /// /// An in-memory file.
+            /// #[derive(Default)]
+            /// struct MemFile(Cursor<Vec<u8>>);
+            ///
+            /// impl Recyclable for MemFile {
+            ///     fn reset(&mut self) {
+            ///         self.0.get_mut().clear();
+            ///         self.0.set_position(0);
+            ///     }
+            /// }
+            ///
+            /// impl Seek for MemFile {
+            ///     fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+            ///         self.0.seek(pos)
+            ///     }
+            /// }
+            ///
+            /// let pool = Recycler::<MemFile>::new();
+            /// let mut f = pool.get();
+            /// f.0.get_mut().extend_from_slice(b"header|body");
+            /// assert_eq!(f.seek(SeekFrom::Start(7))?, 7);
+            /// assert_eq!(f.stream_position()?, 7);
+            /// let mut body = String::new();
+            /// f.0.read_to_string(&mut body)?;
+            /// assert_eq!(body, "body");
+            /// # Ok::<(), std::io::Error>(())
+            /// ```
+            owned:
+            /// As for [`Pooled`]: seeks in the object.
+            item:
+            impl<T: Recyclable + io::Seek> io::Seek for $guard {
+                #[inline]
+                fn seek(&mut self, pos: io::SeekFrom) -> io::Result<u64> {
+                    (**self).seek(pos)
+                }
 
-            #[inline]
-            fn nth_back(&mut self, n: usize) -> Option<T::Item> {
-                (**self).nth_back(n)
+                #[inline]
+                fn stream_position(&mut self) -> io::Result<u64> {
+                    (**self).stream_position()
+                }
+
+                #[inline]
+                fn seek_relative(&mut self, offset: i64) -> io::Result<()> {
+                    (**self).seek_relative(offset)
+                }
             }
         }
 
-        /// The object's exact length, as `Box<I>` gives it.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse recycler_core::Recyclable;\n", $uses, "\n\n#[derive(Default, Recyclable)]\nstruct Countdown(u32);\n\nimpl Iterator for Countdown {\n    type Item = u32;\n    fn next(&mut self) -> Option<u32> {\n        self.0 = self.0.checked_sub(1)?;\n        Some(self.0)\n    }\n    fn size_hint(&self) -> (usize, Option<usize>) {\n        (self.0 as usize, Some(self.0 as usize))\n    }\n}\n\nimpl ExactSizeIterator for Countdown {}\n\n", $open, "Countdown", $close, "\nlet mut c = ", $get, ";\nc.0 = 5;\nc.next();\nassert_eq!(c.len(), 4);\n```")]
-        impl<T: Recyclable + ExactSizeIterator> ExactSizeIterator for $guard {
-            #[inline]
-            fn len(&self) -> usize {
-                (**self).len()
+        guard_docs! {$kind
+            /// Iterates the object, as `Box<I>` does: `for x in guard`
+            /// consumes the guard (which then returns its object to the pool),
+            /// `guard.by_ref()` iterates and keeps it.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::{Recyclable, Recycler};
+            ///
+            /// #[derive(Default, Recyclable)]
+            /// struct Countdown(u32);
+            ///
+            /// impl Iterator for Countdown {
+            ///     type Item = u32;
+            ///     fn next(&mut self) -> Option<u32> {
+            ///         self.0 = self.0.checked_sub(1)?;
+            ///         Some(self.0)
+            ///     }
+            /// }
+            ///
+            /// let pool = Recycler::<Countdown>::new();
+            /// let mut c = pool.get();
+            /// c.0 = 4;
+            /// assert_eq!(c.next(), Some(3));
+            /// let rest: Vec<u32> = c.collect(); // the guard is consumed, the object pooled
+            /// assert_eq!(rest, [2, 1, 0]);
+            /// assert_eq!(pool.stats().idle, 1);
+            /// ```
+            owned:
+            /// As for [`Pooled`]: iterates the object.
+            item:
+            impl<T: Recyclable + Iterator> Iterator for $guard {
+                type Item = T::Item;
+
+                #[inline]
+                fn next(&mut self) -> Option<T::Item> {
+                    (**self).next()
+                }
+
+                #[inline]
+                fn size_hint(&self) -> (usize, Option<usize>) {
+                    (**self).size_hint()
+                }
+
+                #[inline]
+                fn nth(&mut self, n: usize) -> Option<T::Item> {
+                    (**self).nth(n)
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// Iterates the object from the back, as `Box<I>` does.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::collections::VecDeque;
+            /// use recycler_core::{Recyclable, Recycler};
+            ///
+            /// #[derive(Default, Recyclable)]
+            /// struct Queue(VecDeque<u8>);
+            ///
+            /// impl Iterator for Queue {
+            ///     type Item = u8;
+            ///     fn next(&mut self) -> Option<u8> {
+            ///         self.0.pop_front()
+            ///     }
+            /// }
+            ///
+            /// impl DoubleEndedIterator for Queue {
+            ///     fn next_back(&mut self) -> Option<u8> {
+            ///         self.0.pop_back()
+            ///     }
+            /// }
+            ///
+            /// let pool = Recycler::<Queue>::new();
+            /// let mut q = pool.get();
+            /// q.0.extend([1, 2, 3]);
+            /// assert_eq!(q.next_back(), Some(3));
+            /// assert_eq!(q.rev().collect::<Vec<_>>(), [2, 1]);
+            /// ```
+            owned:
+            /// As for [`Pooled`]: iterates the object from the back.
+            item:
+            impl<T: Recyclable + DoubleEndedIterator> DoubleEndedIterator for $guard {
+                #[inline]
+                fn next_back(&mut self) -> Option<T::Item> {
+                    (**self).next_back()
+                }
+
+                #[inline]
+                fn nth_back(&mut self, n: usize) -> Option<T::Item> {
+                    (**self).nth_back(n)
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// The object's exact length, as `Box<I>` gives it.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::{Recyclable, Recycler};
+            ///
+            /// #[derive(Default, Recyclable)]
+            /// struct Countdown(u32);
+            ///
+            /// impl Iterator for Countdown {
+            ///     type Item = u32;
+            ///     fn next(&mut self) -> Option<u32> {
+            ///         self.0 = self.0.checked_sub(1)?;
+            ///         Some(self.0)
+            ///     }
+            ///     fn size_hint(&self) -> (usize, Option<usize>) {
+            ///         (self.0 as usize, Some(self.0 as usize))
+            ///     }
+            /// }
+            ///
+            /// impl ExactSizeIterator for Countdown {}
+            ///
+            /// let pool = Recycler::<Countdown>::new();
+            /// let mut c = pool.get();
+            /// c.0 = 5;
+            /// c.next();
+            /// assert_eq!(c.len(), 4);
+            /// ```
+            owned:
+            /// As for [`Pooled`]: the object's exact length.
+            item:
+            impl<T: Recyclable + ExactSizeIterator> ExactSizeIterator for $guard {
+                #[inline]
+                fn len(&self) -> usize {
+                    (**self).len()
+                }
             }
         }
 
         /// Fused when the object is, as `Box<I>`.
         impl<T: Recyclable + FusedIterator> FusedIterator for $guard {}
 
-        /// Polls the object, if it is `Unpin`, as `Box<F>` does (a `!Unpin`
-        /// future cannot be pinned in a guard: its memory is reused by the
-        /// pool after it is reset, which pinning forbids).
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::future::Future;\nuse std::pin::Pin;\nuse std::task::{Context, Poll, Waker};\nuse recycler_core::Recyclable;\n", $uses, "\n\n/// Ready on the second poll.\n#[derive(Default, Recyclable)]\nstruct Ticks(u32);\n\nimpl Future for Ticks {\n    type Output = u32;\n    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {\n        self.0 += 1;\n        if self.0 == 2 { Poll::Ready(self.0) } else { Poll::Pending }\n    }\n}\n\n", $open, "Ticks", $close, "\nlet mut fut = ", $get, ";\nlet mut cx = Context::from_waker(Waker::noop());\nassert_eq!(Pin::new(&mut fut).poll(&mut cx), Poll::Pending);\nassert_eq!(Pin::new(&mut fut).poll(&mut cx), Poll::Ready(2));\n```")]
-        impl<T: Recyclable + Future + Unpin> Future for $guard {
-            type Output = T::Output;
+        guard_docs! {$kind
+            /// Polls the object, if it is `Unpin`, as `Box<F>` does (a `!Unpin`
+            /// future cannot be pinned in a guard: its memory is reused by the
+            /// pool after it is reset, which pinning forbids).
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::future::Future;
+            /// use std::pin::Pin;
+            /// use std::task::{Context, Poll, Waker};
+            /// use recycler_core::{Recyclable, Recycler};
+            ///
+            /// /// Ready on the second poll.
+            /// #[derive(Default, Recyclable)]
+            /// struct Ticks(u32);
+            ///
+            /// impl Future for Ticks {
+            ///     type Output = u32;
+            ///     fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {
+            ///         self.0 += 1;
+            ///         if self.0 == 2 { Poll::Ready(self.0) } else { Poll::Pending }
+            ///     }
+            /// }
+            ///
+            /// let pool = Recycler::<Ticks>::new();
+            /// let mut fut = pool.get();
+            /// let mut cx = Context::from_waker(Waker::noop());
+            /// assert_eq!(Pin::new(&mut fut).poll(&mut cx), Poll::Pending);
+            /// assert_eq!(Pin::new(&mut fut).poll(&mut cx), Poll::Ready(2));
+            /// ```
+            owned:
+            /// As for [`Pooled`]: polls the object, if it is `Unpin`.
+            item:
+            impl<T: Recyclable + Future + Unpin> Future for $guard {
+                type Output = T::Output;
 
-            #[inline]
-            fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
-                T::poll(Pin::new(&mut **self.get_mut()), cx)
+                #[inline]
+                fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T::Output> {
+                    T::poll(Pin::new(&mut **self.get_mut()), cx)
+                }
             }
         }
     };
 }
 
-forward!(
-    Pooled<'_, T>,
-    "use recycler_core::Recycler;",
-    "let pool = Recycler::<",
-    ">::new();",
-    "pool.get()"
-);
-
-forward!(
-    OwnedPooled<T>,
-    "use std::sync::Arc;\nuse recycler_core::Recycler;",
-    "let pool = Arc::new(Recycler::<",
-    ">::new());",
-    "pool.get_owned()"
-);
+forward!(borrowed Pooled<'_, T>);
+forward!(owned OwnedPooled<T>);
 
 // Unwind safety. A guard stands for its object as a `Box<T>` does, and so is
 // `UnwindSafe` when `T` is, `RefUnwindSafe` when `T` is. What else it

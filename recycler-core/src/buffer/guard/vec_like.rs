@@ -3,320 +3,574 @@
 //! by `buf_api!` and `buf_eq!`.
 
 use super::*;
+use crate::guard::guard_docs;
 
-/// The Vec-like API and the trait impls, for both guards. `$head` is the
-/// doc examples' setup and `$acquire` the expression that gets a buffer.
+/// The Vec-like API and the trait impls, for both guards. `$ty` is the
+/// guard, `$name` its name, and `$kind` says which of the two it is, for
+/// `guard_docs!`.
 macro_rules! buf_api {
-    ($ty:ty, $name:literal, $head:literal, $acquire:literal) => {
+    ($kind:ident $ty:ty, $name:literal) => {
         impl $ty {
-            /// Bytes written.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nassert_eq!(buf.len(), 3);\n```")]
-            #[inline]
-            pub fn len(&self) -> usize {
-                self.buf.len()
-            }
-
-            /// Whether nothing is written.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.is_empty());\nbuf.push(1);\nassert!(!buf.is_empty());\n```")]
-            #[inline]
-            pub fn is_empty(&self) -> bool {
-                self.buf.len() == 0
-            }
-
-            /// Bytes the buffer holds without growing: at least what was
-            /// asked for, rounded up to the bucket.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert_eq!(buf.capacity(), 4096);\nbuf.extend_from_slice(&[0; 5000]);\nassert_eq!(buf.capacity(), 8192);\n```")]
-            #[inline]
-            pub fn capacity(&self) -> usize {
-                self.buf.capacity()
-            }
-
-            /// The first byte (aligned to the pool's `alignment`).
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(9);\n// SAFETY: one byte is written.\nassert_eq!(unsafe { *buf.as_ptr() }, 9);\n```")]
-            #[inline]
-            pub fn as_ptr(&self) -> *const u8 {
-                self.buf.as_ptr()
-            }
-
-            /// The first byte, for writing (for example by a system call
-            /// that fills the buffer; then [`set_len`](Self::set_len)).
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nlet p = buf.as_mut_ptr();\n// SAFETY: the capacity is at least 2; both bytes are written before\n// the length covers them.\nunsafe {\n    p.write(1);\n    p.add(1).write(2);\n    buf.set_len(2);\n}\nassert_eq!(&buf[..], [1, 2]);\n```")]
-            #[inline]
-            pub fn as_mut_ptr(&mut self) -> *mut u8 {
-                self.buf.as_mut_ptr()
-            }
-
-            /// Forgets what was written; keeps the capacity.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nbuf.clear();\nassert!(buf.is_empty());\nassert_eq!(buf.capacity(), 4096);\n```")]
-            #[inline]
-            pub fn clear(&mut self) {
-                self.buf.truncate(0);
-            }
-
-            /// Keeps the first `len` bytes written; does nothing if fewer are.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abcdef\");\nbuf.truncate(2);\nassert_eq!(&buf[..], b\"ab\");\nbuf.truncate(10);\nassert_eq!(&buf[..], b\"ab\");\n```")]
-            #[inline]
-            pub fn truncate(&mut self, len: usize) {
-                self.buf.truncate(len);
-            }
-
-            /// Appends a byte, growing the buffer like a `Vec` if it is full.
-            ///
-            /// Never panics at the pool's `memory_limit`: a growth the limit
-            /// has no room for, even after freeing the idle buffers this
-            /// thread can reach, is served outside it, as an overdraft
-            /// (counted in
-            /// [`BufferPoolStats::overdrafts`](crate::buffer::BufferPoolStats::overdrafts);
-            /// the buffer is then freed, not pooled, when released). Use
-            /// [`try_reserve`](Self::try_reserve) or
-            /// [`reserve_async`](Self::reserve_async) first to fail or wait
-            /// at the limit instead.
-            ///
-            /// # Panics
-            ///
-            /// As `Vec` does, only if the buffer must grow and cannot
-            /// exist: if the allocator fails, or past the largest capacity
-            /// possible (`isize::MAX` bytes less the alignment); the message
-            /// is [`try_reserve`](Self::try_reserve)'s error, with the
-            /// numbers. The buffer is unchanged then.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.push(b'x');\nassert_eq!(&buf[..], b\"x\");\n```")]
-            #[inline]
-            pub fn push(&mut self, byte: u8) {
-                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, 1);
-                self.buf.fill_within_capacity(byte, 1);
-            }
-
-            /// Appends `bytes`, growing the buffer like a `Vec` if need be.
-            ///
-            /// # Panics
-            ///
-            /// As [`push`](Self::push).
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"hello, \");\nbuf.extend_from_slice(b\"world\");\nassert_eq!(&buf[..], b\"hello, world\");\n```")]
-            #[inline]
-            pub fn extend_from_slice(&mut self, bytes: &[u8]) {
-                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len());
-                self.buf.append_within_capacity(bytes);
-            }
-
-            /// Sets the written length to `new_len`: fills the new bytes with
-            /// `value`, or truncates.
-            ///
-            /// # Panics
-            ///
-            /// As [`push`](Self::push).
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.resize(3, 0xAB);\nassert_eq!(&buf[..], [0xAB; 3]);\nbuf.resize(1, 0);\nassert_eq!(&buf[..], [0xAB]);\n```")]
-            #[inline]
-            pub fn resize(&mut self, new_len: usize, value: u8) {
-                let len = self.buf.len();
-                if new_len <= len {
-                    self.buf.truncate(new_len);
-                } else {
-                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, new_len - len);
-                    self.buf.fill_within_capacity(value, new_len - len);
+            guard_docs! {$kind
+                /// Bytes written.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.extend_from_slice(b"abc");
+                /// assert_eq!(buf.len(), 3);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::len`]: bytes written.
+                item:
+                #[inline]
+                pub fn len(&self) -> usize {
+                    self.buf.len()
                 }
             }
 
-            /// Makes room for at least `additional` more bytes.
-            ///
-            /// # Panics
-            ///
-            /// As [`push`](Self::push).
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.reserve(10_000);\nassert!(buf.capacity() >= 10_000);\n```")]
-            #[inline]
-            pub fn reserve(&mut self, additional: usize) {
-                reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional);
+            guard_docs! {$kind
+                /// Whether nothing is written.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// assert!(buf.is_empty());
+                /// buf.push(1);
+                /// assert!(!buf.is_empty());
+                /// ```
+                owned:
+                /// As for [`PooledBuf::is_empty`]: whether nothing is written.
+                item:
+                #[inline]
+                pub fn is_empty(&self) -> bool {
+                    self.buf.len() == 0
+                }
             }
 
-            /// Makes room for at least `additional` more bytes, or says why it
-            /// cannot; the buffer is unchanged then. Growth doubles the
-            /// capacity (at least), rounded up to a bucket while it fits in
-            /// `max_capacity`, and counts against the pool's `memory_limit`,
-            /// which is hard here: never an overdraft, unlike
-            /// [`reserve`](Self::reserve).
-            ///
-            /// # Errors
-            ///
-            /// [`AcquireError::LimitExceeded`] at the memory limit,
-            /// [`AcquireError::TooLarge`] if `len() + additional` passes the
-            /// largest capacity possible (`isize::MAX` bytes less the
-            /// alignment; `requested` is that sum, or `usize::MAX` if it
-            /// overflows), [`AcquireError::AllocFailed`] if the allocator
-            /// fails.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nassert!(buf.try_reserve(100).is_ok());\nassert!(buf.try_reserve(usize::MAX).is_err());\n```")]
-            pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
-                try_reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional, false)
-            }
-
-            /// Makes room for at least `additional` more bytes, waiting
-            /// without blocking at the pool's `memory_limit` until memory
-            /// is freed for the growth: what
-            /// [`acquire_async`](crate::buffer::BufferPool::acquire_async)
-            /// is to an acquire. Never an overdraft.
-            ///
-            /// It tries as [`try_reserve`](Self::try_reserve) does first
-            /// (while nobody waits); at the limit it joins the pool's queue
-            /// of waiters (first come, first served, with the acquires that
-            /// wait) for the bytes the growth adds, frees the idle buffers
-            /// it can reach, and returns `Pending` until a free makes room.
-            /// Without a limit it never waits. The wait is counted in the
-            /// [statistics](crate::buffer::BucketStats::waits) of the bucket
-            /// of the capacity it grows to.
-            ///
-            /// # Errors
-            ///
-            /// At once: [`AcquireError::TooLarge`] for a size no buffer can
-            /// have, [`AcquireError::LimitExceeded`] if the growth alone
-            /// adds more than the limit (no wait could end);
-            /// [`AcquireError::AllocFailed`] if the allocator fails.
-            ///
-            /// # Cancel safety
-            ///
-            /// Dropped before it completes, the future leaves the queue,
-            /// the buffer unchanged; memory reserved for it goes to the
-            /// next waiter. Safe in `tokio::time::timeout` and `select!`.
-            ///
-            /// The buffer stays held while it waits: if the limit is full
-            /// of buffers whose holders all wait to grow them, none is
-            /// served. Give such waits a timeout, or acquire the whole size
-            /// up front.
-            ///
-            /// # Examples
-            ///
-            /// ```
-            /// use std::future::Future;
-            /// use std::pin::pin;
-            /// use std::sync::Arc;
-            /// use std::task::{Context, Poll, Waker};
-            /// use recycler_core::buffer::BufferPool;
-            ///
-            /// let pool = Arc::new(BufferPool::builder().memory_limit(16 * 1024).build()?);
-            /// let mut buf = pool.acquire(4096);
-            /// let held = pool.acquire_owned(12 * 1024); // the rest of the limit
-            /// let mut cx = Context::from_waker(Waker::noop());
-            /// {
-            ///     let mut grow = pin!(buf.reserve_async(5000)); // to 8 KiB: 4 KiB more
-            ///     assert!(grow.as_mut().poll(&mut cx).is_pending()); // it waits
-            ///     assert_eq!(pool.stats().buckets[1].waiting, 1);
-            ///     std::thread::spawn(move || drop(held)).join().unwrap();
-            ///     assert!(matches!(grow.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
-            /// }
-            /// assert_eq!(buf.capacity(), 8192);
-            /// let s = pool.stats();
-            /// assert_eq!((s.buckets[1].waits, s.overdrafts), (1, 0)); // waited, no overdraft
-            /// # Ok::<(), recycler_core::ConfigError>(())
-            /// ```
-            pub fn reserve_async(
-                &mut self,
-                additional: usize,
-            ) -> impl std::future::Future<Output = Result<(), AcquireError>> + Send + '_ {
-                let pool = self.pool.pool_inner();
-                crate::buffer::reserve::Reserve::new(pool, &mut self.buf, &mut self.origin, additional)
-            }
-
-            /// The bytes after the written part, up to the capacity, to be
-            /// filled (by a read from a socket, say) before
-            /// [`set_len`](Self::set_len) makes them part of the buffer.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nlet received = b\"from a socket\";\nlet spare = buf.spare_capacity_mut();\nfor (dst, &src) in spare.iter_mut().zip(received) {\n    dst.write(src);\n}\n// SAFETY: the first `received.len()` spare bytes were just written.\nunsafe { buf.set_len(received.len()) };\nassert_eq!(&buf[..], b\"from a socket\");\n```")]
-            #[inline]
-            pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
-                self.buf.spare_capacity_mut()
-            }
-
-            /// Sets the written length without writing anything.
-            ///
-            /// # Safety
-            ///
-            /// `new_len <= capacity()`, and the first `new_len` bytes are
-            /// initialized: already written, or written through
-            /// [`spare_capacity_mut`](Self::spare_capacity_mut) or
-            /// [`as_mut_ptr`](Self::as_mut_ptr).
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.spare_capacity_mut()[0].write(42);\n// SAFETY: within the capacity, and the first byte was just written.\nunsafe { buf.set_len(1) };\nassert_eq!(&buf[..], [42]);\n```")]
-            #[inline]
-            pub unsafe fn set_len(&mut self, new_len: usize) {
-                assert!(
-                    new_len <= self.buf.capacity(),
-                    "set_len({new_len}) beyond the capacity ({})",
+            guard_docs! {$kind
+                /// Bytes the buffer holds without growing: at least what was
+                /// asked for, rounded up to the bucket.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// assert_eq!(buf.capacity(), 4096);
+                /// buf.extend_from_slice(&[0; 5000]);
+                /// assert_eq!(buf.capacity(), 8192);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::capacity`]: bytes the buffer holds
+                /// without growing.
+                item:
+                #[inline]
+                pub fn capacity(&self) -> usize {
                     self.buf.capacity()
-                );
-                // SAFETY: within the capacity (checked), and the caller
-                // guarantees the bytes are initialized.
-                unsafe { self.buf.set_len(new_len) };
+                }
+            }
+
+            guard_docs! {$kind
+                /// The first byte (aligned to the pool's `alignment`).
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.push(9);
+                /// // SAFETY: one byte is written.
+                /// assert_eq!(unsafe { *buf.as_ptr() }, 9);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::as_ptr`]: the first byte.
+                item:
+                #[inline]
+                pub fn as_ptr(&self) -> *const u8 {
+                    self.buf.as_ptr()
+                }
+            }
+
+            guard_docs! {$kind
+                /// The first byte, for writing (for example by a system call
+                /// that fills the buffer; then [`set_len`](Self::set_len)).
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// let p = buf.as_mut_ptr();
+                /// // SAFETY: the capacity is at least 2; both bytes are written before
+                /// // the length covers them.
+                /// unsafe {
+                ///     p.write(1);
+                ///     p.add(1).write(2);
+                ///     buf.set_len(2);
+                /// }
+                /// assert_eq!(&buf[..], [1, 2]);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::as_mut_ptr`]: the first byte, for
+                /// writing.
+                item:
+                #[inline]
+                pub fn as_mut_ptr(&mut self) -> *mut u8 {
+                    self.buf.as_mut_ptr()
+                }
+            }
+
+            guard_docs! {$kind
+                /// Forgets what was written; keeps the capacity.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.extend_from_slice(b"abc");
+                /// buf.clear();
+                /// assert!(buf.is_empty());
+                /// assert_eq!(buf.capacity(), 4096);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::clear`]: forgets what was written; keeps
+                /// the capacity.
+                item:
+                #[inline]
+                pub fn clear(&mut self) {
+                    self.buf.truncate(0);
+                }
+            }
+
+            guard_docs! {$kind
+                /// Keeps the first `len` bytes written; does nothing if fewer are.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.extend_from_slice(b"abcdef");
+                /// buf.truncate(2);
+                /// assert_eq!(&buf[..], b"ab");
+                /// buf.truncate(10);
+                /// assert_eq!(&buf[..], b"ab");
+                /// ```
+                owned:
+                /// As for [`PooledBuf::truncate`]: keeps the first `len` bytes
+                /// written.
+                item:
+                #[inline]
+                pub fn truncate(&mut self, len: usize) {
+                    self.buf.truncate(len);
+                }
+            }
+
+            guard_docs! {$kind
+                /// Appends a byte, growing the buffer like a `Vec` if it is full.
+                ///
+                /// Never panics at the pool's `memory_limit`: a growth the limit
+                /// has no room for, even after freeing the idle buffers this
+                /// thread can reach, is served outside it, as an overdraft
+                /// (counted in
+                /// [`BufferPoolStats::overdrafts`](crate::buffer::BufferPoolStats::overdrafts);
+                /// the buffer is then freed, not pooled, when released). Use
+                /// [`try_reserve`](Self::try_reserve) or
+                /// [`reserve_async`](Self::reserve_async) first to fail or wait
+                /// at the limit instead.
+                ///
+                /// # Panics
+                ///
+                /// As `Vec` does, only if the buffer must grow and cannot
+                /// exist: if the allocator fails, or past the largest capacity
+                /// possible (`isize::MAX` bytes less the alignment); the message
+                /// is [`try_reserve`](Self::try_reserve)'s error, with the
+                /// numbers. The buffer is unchanged then.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.push(b'x');
+                /// assert_eq!(&buf[..], b"x");
+                /// ```
+                owned:
+                /// As for [`PooledBuf::push`]: appends a byte, growing the
+                /// buffer like a `Vec` if it is full.
+                item:
+                #[inline]
+                pub fn push(&mut self, byte: u8) {
+                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, 1);
+                    self.buf.fill_within_capacity(byte, 1);
+                }
+            }
+
+            guard_docs! {$kind
+                /// Appends `bytes`, growing the buffer like a `Vec` if need be.
+                ///
+                /// # Panics
+                ///
+                /// As [`push`](Self::push).
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.extend_from_slice(b"hello, ");
+                /// buf.extend_from_slice(b"world");
+                /// assert_eq!(&buf[..], b"hello, world");
+                /// ```
+                owned:
+                /// As for [`PooledBuf::extend_from_slice`]: appends `bytes`,
+                /// growing the buffer like a `Vec` if need be.
+                item:
+                #[inline]
+                pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len());
+                    self.buf.append_within_capacity(bytes);
+                }
+            }
+
+            guard_docs! {$kind
+                /// Sets the written length to `new_len`: fills the new bytes with
+                /// `value`, or truncates.
+                ///
+                /// # Panics
+                ///
+                /// As [`push`](Self::push).
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.resize(3, 0xAB);
+                /// assert_eq!(&buf[..], [0xAB; 3]);
+                /// buf.resize(1, 0);
+                /// assert_eq!(&buf[..], [0xAB]);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::resize`]: sets the written length to
+                /// `new_len`, filling the new bytes with `value`, or truncates.
+                item:
+                #[inline]
+                pub fn resize(&mut self, new_len: usize, value: u8) {
+                    let len = self.buf.len();
+                    if new_len <= len {
+                        self.buf.truncate(new_len);
+                    } else {
+                        reserve(
+                            self.pool.pool_inner(),
+                            &mut self.buf,
+                            &mut self.origin,
+                            new_len - len,
+                        );
+                        self.buf.fill_within_capacity(value, new_len - len);
+                    }
+                }
+            }
+
+            guard_docs! {$kind
+                /// Makes room for at least `additional` more bytes.
+                ///
+                /// # Panics
+                ///
+                /// As [`push`](Self::push).
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.reserve(10_000);
+                /// assert!(buf.capacity() >= 10_000);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::reserve`]: makes room for at least
+                /// `additional` more bytes.
+                item:
+                #[inline]
+                pub fn reserve(&mut self, additional: usize) {
+                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional);
+                }
+            }
+
+            guard_docs! {$kind
+                /// Makes room for at least `additional` more bytes, or says why it
+                /// cannot; the buffer is unchanged then. Growth doubles the
+                /// capacity (at least), rounded up to a bucket while it fits in
+                /// `max_capacity`, and counts against the pool's `memory_limit`,
+                /// which is hard here: never an overdraft, unlike
+                /// [`reserve`](Self::reserve).
+                ///
+                /// # Errors
+                ///
+                /// [`AcquireError::LimitExceeded`] at the memory limit,
+                /// [`AcquireError::TooLarge`] if `len() + additional` passes the
+                /// largest capacity possible (`isize::MAX` bytes less the
+                /// alignment; `requested` is that sum, or `usize::MAX` if it
+                /// overflows), [`AcquireError::AllocFailed`] if the allocator
+                /// fails.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// assert!(buf.try_reserve(100).is_ok());
+                /// assert!(buf.try_reserve(usize::MAX).is_err());
+                /// ```
+                owned:
+                /// As for [`PooledBuf::try_reserve`]: makes room for at least
+                /// `additional` more bytes, or says why it cannot.
+                item:
+                pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
+                    try_reserve(
+                        self.pool.pool_inner(),
+                        &mut self.buf,
+                        &mut self.origin,
+                        additional,
+                        false,
+                    )
+                }
+            }
+
+            guard_docs! {$kind
+                /// Makes room for at least `additional` more bytes, waiting
+                /// without blocking at the pool's `memory_limit` until memory
+                /// is freed for the growth: what
+                /// [`acquire_async`](crate::buffer::BufferPool::acquire_async)
+                /// is to an acquire. Never an overdraft.
+                ///
+                /// It tries as [`try_reserve`](Self::try_reserve) does first
+                /// (while nobody waits); at the limit it joins the pool's queue
+                /// of waiters (first come, first served, with the acquires that
+                /// wait) for the bytes the growth adds, frees the idle buffers
+                /// it can reach, and returns `Pending` until a free makes room.
+                /// Without a limit it never waits. The wait is counted in the
+                /// [statistics](crate::buffer::BucketStats::waits) of the bucket
+                /// of the capacity it grows to.
+                ///
+                /// # Errors
+                ///
+                /// At once: [`AcquireError::TooLarge`] for a size no buffer can
+                /// have, [`AcquireError::LimitExceeded`] if the growth alone
+                /// adds more than the limit (no wait could end);
+                /// [`AcquireError::AllocFailed`] if the allocator fails.
+                ///
+                /// # Cancel safety
+                ///
+                /// Dropped before it completes, the future leaves the queue,
+                /// the buffer unchanged; memory reserved for it goes to the
+                /// next waiter. Safe in `tokio::time::timeout` and `select!`.
+                ///
+                /// The buffer stays held while it waits: if the limit is full
+                /// of buffers whose holders all wait to grow them, none is
+                /// served. Give such waits a timeout, or acquire the whole size
+                /// up front.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use std::future::Future;
+                /// use std::pin::pin;
+                /// use std::sync::Arc;
+                /// use std::task::{Context, Poll, Waker};
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = Arc::new(BufferPool::builder().memory_limit(16 * 1024).build()?);
+                /// let mut buf = pool.acquire(4096);
+                /// let held = pool.acquire_owned(12 * 1024); // the rest of the limit
+                /// let mut cx = Context::from_waker(Waker::noop());
+                /// {
+                ///     let mut grow = pin!(buf.reserve_async(5000)); // to 8 KiB: 4 KiB more
+                ///     assert!(grow.as_mut().poll(&mut cx).is_pending()); // it waits
+                ///     assert_eq!(pool.stats().buckets[1].waiting, 1);
+                ///     std::thread::spawn(move || drop(held)).join().unwrap();
+                ///     assert!(matches!(grow.as_mut().poll(&mut cx), Poll::Ready(Ok(()))));
+                /// }
+                /// assert_eq!(buf.capacity(), 8192);
+                /// let s = pool.stats();
+                /// assert_eq!((s.buckets[1].waits, s.overdrafts), (1, 0)); // waited, no overdraft
+                /// # Ok::<(), recycler_core::ConfigError>(())
+                /// ```
+                owned:
+                /// As for [`PooledBuf::reserve_async`]: makes room for at least
+                /// `additional` more bytes, waiting without blocking at the pool's
+                /// `memory_limit` until memory is freed for the growth.
+                item:
+                pub fn reserve_async(
+                    &mut self,
+                    additional: usize,
+                ) -> impl std::future::Future<Output = Result<(), AcquireError>> + Send + '_ {
+                    let pool = self.pool.pool_inner();
+                    crate::buffer::reserve::Reserve::new(
+                        pool,
+                        &mut self.buf,
+                        &mut self.origin,
+                        additional,
+                    )
+                }
+            }
+
+            guard_docs! {$kind
+                /// The bytes after the written part, up to the capacity, to be
+                /// filled (by a read from a socket, say) before
+                /// [`set_len`](Self::set_len) makes them part of the buffer.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// let received = b"from a socket";
+                /// let spare = buf.spare_capacity_mut();
+                /// for (dst, &src) in spare.iter_mut().zip(received) {
+                ///     dst.write(src);
+                /// }
+                /// // SAFETY: the first `received.len()` spare bytes were just written.
+                /// unsafe { buf.set_len(received.len()) };
+                /// assert_eq!(&buf[..], b"from a socket");
+                /// ```
+                owned:
+                /// As for [`PooledBuf::spare_capacity_mut`]: the bytes after
+                /// the written part, up to the capacity.
+                item:
+                #[inline]
+                pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+                    self.buf.spare_capacity_mut()
+                }
+            }
+
+            guard_docs! {$kind
+                /// Sets the written length without writing anything.
+                ///
+                /// # Safety
+                ///
+                /// `new_len <= capacity()`, and the first `new_len` bytes are
+                /// initialized: already written, or written through
+                /// [`spare_capacity_mut`](Self::spare_capacity_mut) or
+                /// [`as_mut_ptr`](Self::as_mut_ptr).
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::BufferPool;
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.spare_capacity_mut()[0].write(42);
+                /// // SAFETY: within the capacity, and the first byte was just written.
+                /// unsafe { buf.set_len(1) };
+                /// assert_eq!(&buf[..], [42]);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::set_len`]: sets the written length
+                /// without writing anything.
+                ///
+                /// # Safety
+                ///
+                /// `new_len <= capacity()`, and the first `new_len` bytes are
+                /// initialized: already written, or written through
+                /// [`spare_capacity_mut`](Self::spare_capacity_mut) or
+                /// [`as_mut_ptr`](Self::as_mut_ptr).
+                item:
+                #[inline]
+                pub unsafe fn set_len(&mut self, new_len: usize) {
+                    assert!(
+                        new_len <= self.buf.capacity(),
+                        "set_len({new_len}) beyond the capacity ({})",
+                        self.buf.capacity()
+                    );
+                    // SAFETY: within the capacity (checked), and the caller
+                    // guarantees the bytes are initialized.
+                    unsafe { self.buf.set_len(new_len) };
+                }
             }
         }
 
         impl $ty {
-            /// Gives the buffer back without pooling it: it is freed now,
-            /// and its memory returned to the pool's `memory_limit` (where
-            /// it may serve a thread or task waiting for memory). Jetty's
-            /// `removeAndRelease`: for a buffer that must not be reused (one
-            /// the kernel or a TLS engine may still read after an I/O error,
-            /// say, or one that held secrets).
-            ///
-            /// Counted as a release and a remove
-            /// ([`BucketStats::removes`](crate::buffer::BucketStats::removes))
-            /// of the bucket it was acquired from (the oversize entry for a
-            /// buffer no bucket serves), as a release the pool does not keep
-            /// is counted, so the identities of the statistics hold.
-            ///
-            /// An associated function, as `Box::into_inner` is, so that it
-            /// does not shadow a method of the bytes.
-            ///
-            /// # Examples
-            ///
-            #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"secret\");\nrecycler_core::buffer::", $name, "::discard(buf);\nlet s = pool.stats();\nlet b = s.buckets[0];\nassert_eq!((b.releases, b.removes, b.idle), (1, 1, 0)); // freed, not pooled\nassert_eq!(s.allocated_memory, 0);\n```")]
-            pub fn discard(this: Self) {
-                let mut this = ManuallyDrop::new(this);
-                // SAFETY: `this` is never dropped, so the buffer is taken
-                // exactly once, here.
-                let buf = unsafe { ManuallyDrop::take(&mut this.buf) }.into_buf();
-                // SAFETY: as above: the pool is read once, and never used
-                // through `this` again (an `Arc` is moved out, not cloned).
-                let pool = unsafe { std::ptr::read(&this.pool) };
-                #[cfg(feature = "track")]
-                pool.pool_inner().untrack(&buf);
-                pool.pool_inner().discard(buf, this.home, this.origin);
+            guard_docs! {$kind
+                /// Gives the buffer back without pooling it: it is freed now,
+                /// and its memory returned to the pool's `memory_limit` (where
+                /// it may serve a thread or task waiting for memory). Jetty's
+                /// `removeAndRelease`: for a buffer that must not be reused (one
+                /// the kernel or a TLS engine may still read after an I/O error,
+                /// say, or one that held secrets).
+                ///
+                /// Counted as a release and a remove
+                /// ([`BucketStats::removes`](crate::buffer::BucketStats::removes))
+                /// of the bucket it was acquired from (the oversize entry for a
+                /// buffer no bucket serves), as a release the pool does not keep
+                /// is counted, so the identities of the statistics hold.
+                ///
+                /// An associated function, as `Box::into_inner` is, so that it
+                /// does not shadow a method of the bytes.
+                ///
+                /// # Examples
+                ///
+                /// ```
+                /// use recycler_core::buffer::{BufferPool, PooledBuf};
+                ///
+                /// let pool = BufferPool::new();
+                /// let mut buf = pool.acquire(16);
+                /// buf.extend_from_slice(b"secret");
+                /// PooledBuf::discard(buf);
+                /// let s = pool.stats();
+                /// let b = s.buckets[0];
+                /// assert_eq!((b.releases, b.removes, b.idle), (1, 1, 0)); // freed, not pooled
+                /// assert_eq!(s.allocated_memory, 0);
+                /// ```
+                owned:
+                /// As for [`PooledBuf::discard`]: gives the buffer back without
+                /// pooling it.
+                item:
+                pub fn discard(this: Self) {
+                    let mut this = ManuallyDrop::new(this);
+                    // SAFETY: `this` is never dropped, so the buffer is taken
+                    // exactly once, here.
+                    let buf = unsafe { ManuallyDrop::take(&mut this.buf) }.into_buf();
+                    // SAFETY: as above: the pool is read once, and never used
+                    // through `this` again (an `Arc` is moved out, not cloned).
+                    let pool = unsafe { std::ptr::read(&this.pool) };
+                    #[cfg(feature = "track")]
+                    pool.pool_inner().untrack(&buf);
+                    pool.pool_inner().discard(buf, this.home, this.origin);
+                }
             }
         }
 
@@ -329,7 +583,9 @@ macro_rules! buf_api {
                 let buf = buf.into_buf();
                 #[cfg(feature = "track")]
                 self.pool.pool_inner().untrack(&buf);
-                self.pool.pool_inner().release_parts(buf, self.home, self.origin);
+                self.pool
+                    .pool_inner()
+                    .release_parts(buf, self.home, self.origin);
             }
         }
 
@@ -363,111 +619,230 @@ macro_rules! buf_api {
             }
         }
 
-        /// The bytes written. The buffer compares, orders and hashes as
-        /// them, as a `Vec<u8>` does, so a set or map of buffers is searched
-        /// by `&[u8]`.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::collections::HashSet;\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"key\");\nlet set = HashSet::from([buf]);\nassert!(set.contains(&b\"key\"[..]));\nassert!(!set.contains(&b\"other\"[..]));\n```")]
-        impl Borrow<[u8]> for $ty {
-            #[inline]
-            fn borrow(&self) -> &[u8] {
-                self.buf.as_slice()
-            }
-        }
-
-        /// The bytes written, mutably.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::borrow::BorrowMut;\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nlet bytes: &mut [u8] = buf.borrow_mut();\nbytes.make_ascii_uppercase();\nassert_eq!(buf, *b\"ABC\");\n```")]
-        impl BorrowMut<[u8]> for $ty {
-            #[inline]
-            fn borrow_mut(&mut self) -> &mut [u8] {
-                self.buf.as_mut_slice()
-            }
-        }
-
-        /// Byte equality is an equivalence; capacity plays no part.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nfn same<E: Eq>(a: &E, b: &E) -> bool {\n    a == b\n}\n\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.push(1);\nb.reserve(10_000);\nb.push(1);\nassert!(same(&a, &b));\n```")]
-        impl Eq for $ty {}
-
-        /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.extend_from_slice(b\"ab\");\nb.extend_from_slice(b\"b\");\nassert!(a < b);\n```")]
-        impl PartialOrd for $ty {
-            #[inline]
-            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-                Some(Ord::cmp(self, other))
-            }
-        }
-
-        /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet (mut a, mut b) = (", $acquire, ", ", $acquire, ");\na.extend_from_slice(b\"ab\");\nb.extend_from_slice(b\"b\");\nassert_eq!(a.cmp(&b), std::cmp::Ordering::Less);\n```")]
-        impl Ord for $ty {
-            #[inline]
-            fn cmp(&self, other: &Self) -> Ordering {
-                Ord::cmp(self.buf.as_slice(), other.buf.as_slice())
-            }
-        }
-
-        /// Hashes the bytes written exactly as hashing the `[u8]` (or a
-        /// `Vec<u8>` of them) does, which [`Borrow<[u8]>`](Borrow) requires.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\nuse std::hash::{BuildHasher, RandomState};\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend_from_slice(b\"abc\");\nlet hasher = RandomState::new();\nassert_eq!(hasher.hash_one(&buf), hasher.hash_one(&b\"abc\"[..]));\nassert_eq!(hasher.hash_one(&buf), hasher.hash_one(b\"abc\".to_vec()));\n```")]
-        impl Hash for $ty {
-            #[inline]
-            fn hash<H: Hasher>(&self, state: &mut H) {
-                Hash::hash(self.buf.as_slice(), state);
-            }
-        }
-
-        /// Appends the bytes, growing the buffer as
-        /// [`extend_from_slice`](Self::extend_from_slice) does: by the
-        /// iterator's lower size bound at once, then as it needs.
-        ///
-        /// # Panics
-        ///
-        /// As [`push`](Self::push), if the buffer must grow and cannot.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend(b'a'..=b'e');\nbuf.extend(\"xyz\".bytes().rev());\nassert_eq!(buf, *b\"abcdezyx\");\n```")]
-        impl Extend<u8> for $ty {
-            #[inline]
-            fn extend<I: IntoIterator<Item = u8>>(&mut self, iter: I) {
-                let iter = iter.into_iter();
-                self.reserve(iter.size_hint().0);
-                for byte in iter {
-                    self.push(byte);
+        guard_docs! {$kind
+            /// The bytes written. The buffer compares, orders and hashes as
+            /// them, as a `Vec<u8>` does, so a set or map of buffers is searched
+            /// by `&[u8]`.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::collections::HashSet;
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let mut buf = pool.acquire(16);
+            /// buf.extend_from_slice(b"key");
+            /// let set = HashSet::from([buf]);
+            /// assert!(set.contains(&b"key"[..]));
+            /// assert!(!set.contains(&b"other"[..]));
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: the bytes written; a set of buffers is
+            /// searched by `&[u8]`.
+            item:
+            impl Borrow<[u8]> for $ty {
+                #[inline]
+                fn borrow(&self) -> &[u8] {
+                    self.buf.as_slice()
                 }
             }
         }
 
-        /// Appends copies of the bytes, as `Extend<u8>`.
-        ///
-        /// # Panics
-        ///
-        /// As [`push`](Self::push), if the buffer must grow and cannot.
-        ///
-        /// # Examples
-        ///
-        #[doc = concat!("```\n", $head, "\nlet mut buf = ", $acquire, ";\nbuf.extend(b\"hello\");\nbuf.extend(&[b'!'; 2]);\nassert_eq!(buf, b\"hello!!\");\n```")]
-        impl<'b> Extend<&'b u8> for $ty {
-            #[inline]
-            fn extend<I: IntoIterator<Item = &'b u8>>(&mut self, iter: I) {
-                Extend::<u8>::extend(self, iter.into_iter().copied());
+        guard_docs! {$kind
+            /// The bytes written, mutably.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::borrow::BorrowMut;
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let mut buf = pool.acquire(16);
+            /// buf.extend_from_slice(b"abc");
+            /// let bytes: &mut [u8] = buf.borrow_mut();
+            /// bytes.make_ascii_uppercase();
+            /// assert_eq!(buf, *b"ABC");
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: the bytes written, mutably.
+            item:
+            impl BorrowMut<[u8]> for $ty {
+                #[inline]
+                fn borrow_mut(&mut self) -> &mut [u8] {
+                    self.buf.as_mut_slice()
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// Byte equality is an equivalence; capacity plays no part.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// fn same<E: Eq>(a: &E, b: &E) -> bool {
+            ///     a == b
+            /// }
+            ///
+            /// let pool = BufferPool::new();
+            /// let (mut a, mut b) = (pool.acquire(16), pool.acquire(16));
+            /// a.push(1);
+            /// b.reserve(10_000);
+            /// b.push(1);
+            /// assert!(same(&a, &b));
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: byte equality is an equivalence; capacity
+            /// plays no part.
+            item:
+            impl Eq for $ty {}
+        }
+
+        guard_docs! {$kind
+            /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let (mut a, mut b) = (pool.acquire(16), pool.acquire(16));
+            /// a.extend_from_slice(b"ab");
+            /// b.extend_from_slice(b"b");
+            /// assert!(a < b);
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: buffers order as their bytes do.
+            item:
+            impl PartialOrd for $ty {
+                #[inline]
+                fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                    Some(Ord::cmp(self, other))
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// Buffers order as their bytes do (lexicographically), as `Vec<u8>`.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let (mut a, mut b) = (pool.acquire(16), pool.acquire(16));
+            /// a.extend_from_slice(b"ab");
+            /// b.extend_from_slice(b"b");
+            /// assert_eq!(a.cmp(&b), std::cmp::Ordering::Less);
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: buffers order as their bytes do.
+            item:
+            impl Ord for $ty {
+                #[inline]
+                fn cmp(&self, other: &Self) -> Ordering {
+                    Ord::cmp(self.buf.as_slice(), other.buf.as_slice())
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// Hashes the bytes written exactly as hashing the `[u8]` (or a
+            /// `Vec<u8>` of them) does, which [`Borrow<[u8]>`](Borrow) requires.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use std::hash::{BuildHasher, RandomState};
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let mut buf = pool.acquire(16);
+            /// buf.extend_from_slice(b"abc");
+            /// let hasher = RandomState::new();
+            /// assert_eq!(hasher.hash_one(&buf), hasher.hash_one(&b"abc"[..]));
+            /// assert_eq!(hasher.hash_one(&buf), hasher.hash_one(b"abc".to_vec()));
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: hashes the bytes written exactly as
+            /// hashing the `[u8]` does.
+            item:
+            impl Hash for $ty {
+                #[inline]
+                fn hash<H: Hasher>(&self, state: &mut H) {
+                    Hash::hash(self.buf.as_slice(), state);
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// Appends the bytes, growing the buffer as
+            /// [`extend_from_slice`](Self::extend_from_slice) does: by the
+            /// iterator's lower size bound at once, then as it needs.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push), if the buffer must grow and cannot.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let mut buf = pool.acquire(16);
+            /// buf.extend(b'a'..=b'e');
+            /// buf.extend("xyz".bytes().rev());
+            /// assert_eq!(buf, *b"abcdezyx");
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: appends the bytes, growing the buffer if
+            /// need be.
+            item:
+            impl Extend<u8> for $ty {
+                #[inline]
+                fn extend<I: IntoIterator<Item = u8>>(&mut self, iter: I) {
+                    let iter = iter.into_iter();
+                    self.reserve(iter.size_hint().0);
+                    for byte in iter {
+                        self.push(byte);
+                    }
+                }
+            }
+        }
+
+        guard_docs! {$kind
+            /// Appends copies of the bytes, as `Extend<u8>`.
+            ///
+            /// # Panics
+            ///
+            /// As [`push`](Self::push), if the buffer must grow and cannot.
+            ///
+            /// # Examples
+            ///
+            /// ```
+            /// use recycler_core::buffer::BufferPool;
+            ///
+            /// let pool = BufferPool::new();
+            /// let mut buf = pool.acquire(16);
+            /// buf.extend(b"hello");
+            /// buf.extend(&[b'!'; 2]);
+            /// assert_eq!(buf, b"hello!!");
+            /// ```
+            owned:
+            /// As for [`PooledBuf`]: appends copies of the bytes.
+            item:
+            impl<'b> Extend<&'b u8> for $ty {
+                #[inline]
+                fn extend<I: IntoIterator<Item = &'b u8>>(&mut self, iter: I) {
+                    Extend::<u8>::extend(self, iter.into_iter().copied());
+                }
             }
         }
 
@@ -481,8 +856,14 @@ macro_rules! buf_api {
             fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
                 let pool = self.pool.pool_inner();
                 let overdraft = !pool.config.hard_limit;
-                try_reserve(pool, &mut self.buf, &mut self.origin, bytes.len(), overdraft)
-                    .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err))?;
+                try_reserve(
+                    pool,
+                    &mut self.buf,
+                    &mut self.origin,
+                    bytes.len(),
+                    overdraft,
+                )
+                .map_err(|err| io::Error::new(io::ErrorKind::OutOfMemory, err))?;
                 self.buf.append_within_capacity(bytes);
                 Ok(bytes.len())
             }
@@ -505,19 +886,8 @@ macro_rules! buf_api {
     };
 }
 
-buf_api!(
-    PooledBuf<'_>,
-    "PooledBuf",
-    "use recycler_core::buffer::BufferPool;\n\nlet pool = BufferPool::new();",
-    "pool.acquire(16)"
-);
-
-buf_api!(
-    OwnedPooledBuf,
-    "OwnedPooledBuf",
-    "use std::sync::Arc;\nuse recycler_core::buffer::BufferPool;\n\nlet pool = Arc::new(BufferPool::new());",
-    "pool.acquire_owned(16)"
-);
+buf_api!(borrowed PooledBuf<'_>, "PooledBuf");
+buf_api!(owned OwnedPooledBuf, "OwnedPooledBuf");
 
 /// `PartialEq` between a buffer and the byte containers `Vec<u8>` compares
 /// with (both ways), and between the two buffer types: the bytes written
