@@ -4,8 +4,8 @@
 use std::fmt;
 use std::ops::Deref;
 
-use crate::guard::OwnedPooled;
 use crate::loom::Arc;
+use crate::owned::OwnedPooled;
 use crate::recyclable::Recyclable;
 use crate::recycler::Recycler;
 

@@ -253,6 +253,7 @@
 extern crate self as recycler_core;
 
 mod as_bucket;
+mod box_like;
 pub mod buffer;
 mod builder;
 mod cache;
@@ -264,8 +265,10 @@ mod depot;
 mod error;
 mod exit;
 mod fence;
+mod forward;
 mod gate;
 mod guard;
+mod guard_docs;
 pub mod guide;
 mod handle;
 mod handoff;
@@ -273,6 +276,7 @@ mod home;
 mod idle;
 mod inbox;
 mod loom;
+mod owned;
 mod owner;
 mod recyclable;
 mod recycler;
@@ -292,8 +296,9 @@ mod unwind;
 
 pub use crate::builder::RecyclerBuilder;
 pub use crate::error::{AcquireError, ConfigError};
-pub use crate::guard::{OwnedPooled, Pooled};
+pub use crate::guard::Pooled;
 pub use crate::handle::RecyclerHandle;
+pub use crate::owned::OwnedPooled;
 pub use crate::recyclable::Recyclable;
 pub use crate::recycler::Recycler;
 pub use crate::shrink::ShrinkTo;

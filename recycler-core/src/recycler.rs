@@ -9,7 +9,7 @@
 use std::fmt;
 
 use crate::config::{Config, Factory, SharedIdle};
-use crate::guard::{OwnedPooled, Pooled};
+use crate::guard::Pooled;
 use crate::loom::Arc;
 use crate::recyclable::Recyclable;
 use crate::shared::Shared;
@@ -198,70 +198,6 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         self.inner.track(&obj);
         // SAFETY: as in `get`.
         Some(unsafe { Pooled::new(obj, home) })
-    }
-
-    /// Like [`get`](Self::get), for a recycler in an `Arc`: the guard holds a
-    /// clone of the `Arc`, so it is `'static` and can move into tasks and
-    /// threads that outlive the borrow.
-    ///
-    /// # Panics
-    ///
-    /// As [`get`](Self::get).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::Recycler;
-    ///
-    /// let pool: Arc<Recycler<Vec<u8>>> = Arc::new(Recycler::new());
-    /// let mut buf = pool.get_owned();
-    /// std::thread::spawn(move || buf.push(1)).join().unwrap();
-    /// assert_eq!(pool.stats().released_remote, 1);
-    /// ```
-    #[inline]
-    #[cfg_attr(feature = "track", track_caller)]
-    pub fn get_owned(self: &Arc<Self>) -> OwnedPooled<T> {
-        let (obj, home) = match self.inner.pop_owned() {
-            Some(hit) => hit,
-            None => self.inner.get_slow(),
-        };
-        #[cfg(feature = "track")]
-        self.inner.track(&obj);
-        OwnedPooled::new(Arc::clone(self), obj, home)
-    }
-
-    /// Like [`try_get`](Self::try_get), for a recycler in an `Arc`: an
-    /// owned guard of a pooled object, if the pool has one; never calls the
-    /// factory.
-    ///
-    /// # Panics
-    ///
-    /// As [`try_get`](Self::try_get).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::Recycler;
-    ///
-    /// let pool = Arc::new(Recycler::<String>::new());
-    /// assert!(pool.try_get_owned().is_none()); // nothing pooled yet
-    /// drop(pool.get());
-    /// let s = pool.try_get_owned().unwrap();
-    /// std::thread::spawn(move || assert!(s.is_empty())).join().unwrap();
-    /// assert_eq!(pool.stats().created, 1);
-    /// ```
-    #[inline]
-    #[cfg_attr(feature = "track", track_caller)]
-    pub fn try_get_owned(self: &Arc<Self>) -> Option<OwnedPooled<T>> {
-        let (obj, home) = match self.inner.pop_owned() {
-            Some(hit) => hit,
-            None => self.inner.take_pooled()?,
-        };
-        #[cfg(feature = "track")]
-        self.inner.track(&obj);
-        Some(OwnedPooled::new(Arc::clone(self), obj, home))
     }
 
     /// A snapshot of the recycler's counters, summed over all threads.

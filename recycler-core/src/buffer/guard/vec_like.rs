@@ -3,7 +3,7 @@
 //! by `buf_api!` and `buf_eq!`.
 
 use super::*;
-use crate::guard::guard_docs;
+use crate::guard_docs::guard_docs;
 
 /// The Vec-like API and the trait impls, for both guards. `$ty` is the
 /// guard, `$name` its name, and `$kind` says which of the two it is, for

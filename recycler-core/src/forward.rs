@@ -17,7 +17,9 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::{OwnedPooled, Pooled};
+use crate::guard::Pooled;
+use crate::guard_docs::guard_docs;
+use crate::owned::OwnedPooled;
 use crate::recyclable::Recyclable;
 
 /// The forwarding impls for one guard type. `$guard` is the guard over `T`,
