@@ -1,0 +1,114 @@
+//! The owner paths, one loop each, for instruction counts: `n` rounds of
+//! one operation on the thread that owns the cache. Count with callgrind
+//! at two counts and divide the difference by the difference of the counts,
+//! so that the start-up cancels out:
+//!
+//! ```sh
+//! cargo build --release -p recycler-benches --example owner_probe
+//! for n in 100000 200000; do
+//!   valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+//!     target/release/examples/owner_probe get $n 2>&1 | grep Collected
+//! done
+//! ```
+//!
+//! The operations (`KIND`):
+//!
+//! - `get`: `get` and drop of a 64-byte object, one held (W1's shape);
+//! - `get16`: the same with 16 objects held, released in turn;
+//! - `get_owned`: `get_owned` and drop on an `Arc<Recycler<_>>`;
+//! - `striped`: `get` and drop on a `striped(2)` recycler;
+//! - `capped`: `get` and drop of a `Vec<u8>` under `max_idle_bytes`;
+//! - `acquire`: `acquire(4096)` and drop on a default buffer pool;
+//! - `acquire_owned`: `acquire_owned(4096)` and drop.
+//!
+//! Figures and their history: `docs/BENCHMARKS.md` and its record.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use recycler_benches::Msg;
+use recycler_core::Recycler;
+use recycler_core::buffer::BufferPool;
+
+#[inline(never)]
+fn get(pool: &Recycler<Msg>, n: u64) {
+    for i in 0..n {
+        let mut m = pool.get();
+        m.words[0] = i;
+        black_box(&*m);
+    }
+}
+
+#[inline(never)]
+fn get16(pool: &Recycler<Msg>, n: u64) {
+    let mut held: Vec<_> = (0..16).map(|_| pool.get()).collect();
+    for i in 0..n {
+        let at = (i % 16) as usize;
+        drop(std::mem::replace(&mut held[at], pool.get()));
+        held[at].words[0] = i;
+        black_box(&*held[at]);
+    }
+}
+
+#[inline(never)]
+fn get_owned(pool: &Arc<Recycler<Msg>>, n: u64) {
+    for i in 0..n {
+        let mut m = pool.get_owned();
+        m.words[0] = i;
+        black_box(&*m);
+    }
+}
+
+#[inline(never)]
+fn capped(pool: &Recycler<Vec<u8>>, n: u64) {
+    for i in 0..n {
+        let mut v = pool.get();
+        v.push(i as u8);
+        black_box(&*v);
+    }
+}
+
+#[inline(never)]
+fn acquire(pool: &BufferPool, n: u64) {
+    for i in 0..n {
+        let mut b = pool.acquire(4096);
+        b.push(i as u8);
+        black_box(&*b);
+    }
+}
+
+#[inline(never)]
+fn acquire_owned(pool: &Arc<BufferPool>, n: u64) {
+    for i in 0..n {
+        let mut b = pool.acquire_owned(4096);
+        b.push(i as u8);
+        black_box(&*b);
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let kind = args.next().unwrap_or_else(|| "get".into());
+    let n: u64 = args
+        .next()
+        .map_or(100_000, |s| s.parse().expect("a count of rounds"));
+    match kind.as_str() {
+        "get" => get(&Recycler::new(), n),
+        "get16" => get16(&Recycler::new(), n),
+        "get_owned" => get_owned(&Arc::new(Recycler::new()), n),
+        "striped" => get(
+            &Recycler::builder().striped(2).build().expect("valid"),
+            n,
+        ),
+        "capped" => capped(
+            &Recycler::builder()
+                .max_idle_bytes(1 << 20)
+                .build()
+                .expect("valid"),
+            n,
+        ),
+        "acquire" => acquire(&BufferPool::default(), n),
+        "acquire_owned" => acquire_owned(&Arc::new(BufferPool::default()), n),
+        other => panic!("unknown kind {other}: see the module docs"),
+    }
+}
