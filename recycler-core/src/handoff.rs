@@ -26,6 +26,7 @@ use crate::cache::Local;
 use crate::home::Home;
 use crate::inbox::Batch;
 use crate::loom::{Ordering, fence};
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::resetting::Resetting;
@@ -43,7 +44,7 @@ impl<T: Recyclable> Shared<T> {
             Counters::add_shared(&self.shared.released_remote, 1);
             return self.send_home(home_ptr, vec![obj], None);
         };
-        if ptr::eq(home_ptr.as_ptr(), mine) {
+        if ptr::eq(home_ptr.as_ptr(), mine.local()) {
             // This thread has just claimed the object's home (it took over
             // the cache of the thread that got the object): this is the
             // owner.
@@ -59,8 +60,7 @@ impl<T: Recyclable> Shared<T> {
         // SAFETY: every home is a cache of this recycler, which is alive
         // (the guard being released keeps it) and never moves a cache.
         let inbox = unsafe { &home_ptr.as_ref().inbox };
-        // SAFETY: `local_for_current` returns a cache the calling thread
-        // owns; the closure runs no user code (`take_spare` is a channel
+        // SAFETY: the closure runs no user code (`take_spare` is a channel
         // operation).
         let (full, first, empty) = unsafe {
             mine.with_cache(|c| {
@@ -82,18 +82,14 @@ impl<T: Recyclable> Shared<T> {
             mine.pending_since.clear();
         }
         if let Some(full) = full {
-            self.send_home(full.home, full.objs, Some(mine));
+            self.send_home(full.home, full.objs, Some(mine.local()));
         }
     }
 
     /// Sends every batch `mine` has pending to its home.
-    pub(crate) fn flush_pending(&self, mine: &Local<T>) {
-        loop {
-            // SAFETY: the caller owns `mine`; the closure runs no user code.
-            let Some(p) = (unsafe { mine.with_cache(|c| c.pending.pop()) }) else {
-                break;
-            };
-            self.send_home(p.home, p.objs, Some(mine));
+    pub(crate) fn flush_pending(&self, mine: Mine<'_, T>) {
+        while let Some(p) = mine.pop_pending() {
+            self.send_home(p.home, p.objs, Some(mine.local()));
         }
         mine.pending_since.clear();
     }

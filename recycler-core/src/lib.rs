@@ -276,6 +276,7 @@ mod home;
 mod idle;
 mod inbox;
 mod loom;
+mod mine;
 mod owned;
 mod owner;
 mod recyclable;

@@ -15,6 +15,7 @@ use crate::home::Home;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::inbox::Batch;
 use crate::loom::{Arc, AtomicUsize, Weak};
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, ExitFlush};
 use crate::stats::{Counters, RecyclerStats, Tally};
@@ -155,20 +156,14 @@ impl<T> Shared<T> {
         self.caches.iter().chain([&self.orphan])
     }
 
-    /// The idle-memory delta the owner of `local` counts in: the buffer
+    /// The idle-memory delta the owner of `mine` counts in: the buffer
     /// pool's per-thread cell if the pool set one as the cache's idle cell,
     /// the cache's own otherwise.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`.
-    pub(crate) unsafe fn cell_of<'a>(&self, local: &'a Local<T>) -> &'a DeltaCell {
-        // SAFETY: the caller owns `local`; the closure runs no user code.
-        let cell = unsafe { local.with_cache(|c| c.idle_cell) };
+    pub(crate) fn cell_of<'a>(&self, mine: Mine<'a, T>) -> &'a DeltaCell {
         // SAFETY: a non-null idle cell is set by the buffer pool to its
         // thread's cell, which lives as long as the pool, which owns this
         // recycler.
-        unsafe { cell.as_ref() }.unwrap_or(&local.delta)
+        unsafe { mine.idle_cell().as_ref() }.unwrap_or(&mine.local().delta)
     }
 
     /// The unpublished idle bytes of every cache.
@@ -281,12 +276,13 @@ impl<T> Drop for Shared<T> {
     fn drop(&mut self) {
         let mut held: Vec<Batch<T>> = Vec::new();
         for local in self.caches.iter().chain([&self.orphan]) {
-            // SAFETY: the recycler is dropping, so no guard and no thread
-            // uses it any more: nobody else touches any cache (threads that
-            // still own one only keep stale hot-index entries, which no live
-            // recycler's key matches, and hooks whose targets are gone).
+            // SAFETY: the recycler is dropping (`&mut self`), so no guard and
+            // no thread uses it any more: nobody else touches any cache
+            // (threads that still own one only keep stale hot-index entries,
+            // which no live recycler's key matches, and hooks whose targets
+            // are gone); the closure runs no user code.
             unsafe {
-                local.with_cache(|c| {
+                local.with_cache_unchecked(|c| {
                     held.push(c.take_all());
                     held.extend(c.pending.drain());
                 });

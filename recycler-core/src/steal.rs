@@ -51,7 +51,7 @@
 //! marked operations never nest, so marks seen clear once after the fence
 //! mean every operation that could have read this cache's gate open has
 //! ended. Only the lock reopens a gate, and not while a stealer is
-//! counted; a thread cannot give a cache up ([`Local::abandon`]) while a
+//! counted; a thread cannot give a cache up ([`Mine::abandon`](crate::mine::Mine::abandon)) while a
 //! stealer is counted, so the owner's marks, which live as long as the
 //! thread, outlive every read of them.
 //!
@@ -69,6 +69,7 @@ use crate::fence;
 use crate::gate::{CLOSED, now_ns, wait_quiet};
 use crate::inbox::Batch;
 use crate::loom::Ordering;
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, Marks, NOBODY, TOKEN_STEP, Token};
 use crate::shared::Shared;
@@ -256,7 +257,8 @@ impl<T: Recyclable> Shared<T> {
     /// home. Returns whether one came to `mine`, the calling thread's cache
     /// (its inbox then has it). Allocates nothing (a miss of a steady
     /// stream may come here).
-    pub(crate) fn steal_stale_pending(&self, mine: &Local<T>) -> bool {
+    pub(crate) fn steal_stale_pending(&self, mine: Mine<'_, T>) -> bool {
+        let mine = mine.local();
         if self.stripes.is_some() {
             return false;
         }

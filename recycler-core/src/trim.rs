@@ -89,12 +89,10 @@ impl<T: Recyclable> Shared<T> {
             let all = stripes.drain();
             n += all.len();
             freed.push(all);
-        } else if let Some(local) = self.local_for_current() {
-            self.flush_pending(local);
-            // SAFETY: the calling thread owns `local`; the closure runs no
-            // user code.
-            let own = unsafe { local.with_cache(|c| c.take_all()) };
-            Counters::add_owned(&local.counters.dropped, own.len() as u64);
+        } else if let Some(mine) = self.local_for_current() {
+            self.flush_pending(mine);
+            let own = mine.take_all();
+            Counters::add_owned(&mine.counters.dropped, own.len() as u64);
             freed.push(own);
         }
         // What other threads keep: their caches' idle objects, and their

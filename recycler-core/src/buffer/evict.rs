@@ -23,6 +23,7 @@ use std::ptr;
 
 use super::inner::PoolInner;
 use crate::idle::{self, Evict};
+use crate::mine::Mine;
 
 impl PoolInner {
     /// Frees idle buffers worth `want` bytes if it can, walking the buckets
@@ -47,14 +48,13 @@ impl PoolInner {
             // SAFETY: `b < n`, a bucket.
             let own = bound.map_or(ptr::null(), |bound| unsafe { bound.cache(b) });
             // SAFETY: a non-null entry of an owned index is a cache of this
-            // bucket that the calling thread owns.
-            let own = unsafe { own.as_ref() };
+            // bucket (alive with the pool) that the calling thread owns.
+            let own = unsafe { own.as_ref() }.map(|local| unsafe { Mine::new(local) });
             // A bucket not made holds nothing.
             let Some(recycler) = self.buckets[b].made() else {
                 continue;
             };
-            // SAFETY: `own` is owned by the calling thread (above).
-            freed += unsafe { recycler.inner().evict(want - freed, own) };
+            freed += recycler.inner().evict(want - freed, own);
             if freed >= want {
                 break;
             }

@@ -21,6 +21,7 @@ use crate::claim::Claimable;
 use crate::gate::GetGate;
 use crate::idle::DeltaCell;
 use crate::loom::{AtomicPtr, AtomicU64, Ordering, const_thread_local};
+use crate::mine::Mine;
 use crate::registry::{self, ExitFlush, NOBODY, Token};
 
 /// One thread's index of its caches in one pool: the cache of each bucket
@@ -203,26 +204,23 @@ impl PoolInner {
         Some(pl)
     }
 
-    /// Indexes `local`, the calling thread's cache of bucket `idx`, in `pl`,
+    /// Indexes `mine`, the calling thread's cache of bucket `idx`, in `pl`,
     /// the thread's index (whose delta cell the cache's idle cell already
     /// names, under a cap).
     ///
     /// # Safety
     ///
-    /// The calling thread owns `pl` and `local`, a cache of bucket `idx`
+    /// The calling thread owns `pl`; `mine` is its cache of bucket `idx`,
     /// with no foreign releases pending.
-    pub(crate) unsafe fn index(&self, pl: &PoolLocal, idx: usize, local: &Local<Buf>) {
-        debug_assert!(
-            // SAFETY: the caller owns `local`; the closure runs no user code.
-            unsafe { local.with_cache(|c| c.pending.is_empty()) }
-        );
+    pub(crate) unsafe fn index(&self, pl: &PoolLocal, idx: usize, mine: Mine<'_, Buf>) {
+        debug_assert!(!mine.has_pending());
         let get = GetGate::Cell {
             cell: &pl.caches[idx],
-            local: ptr::from_ref(local).cast(),
+            local: ptr::from_ref(mine.local()).cast(),
         };
-        // SAFETY: the calling thread owns `local`; the cell is its own
-        // index's, in this pool, which owns `local`.
-        unsafe { local.open(get) };
+        // SAFETY: the cell is the calling thread's own index's (it owns
+        // `pl`), in this pool, which owns the cache.
+        unsafe { mine.open(get) };
     }
 }
 

@@ -8,10 +8,10 @@
 use super::buckets::GROWN;
 use super::buf::Buf;
 use super::inner::PoolInner;
-use crate::cache::Local;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
+use crate::mine::Mine;
 use crate::shared::Shared;
 
 impl PoolInner {
@@ -38,9 +38,11 @@ impl PoolInner {
             // with nothing pending (the index's docs); caches live as long as
             // their recycler.
             let local = unsafe { local.as_ref() }?;
-            // SAFETY: the calling thread owns `local`, found it open inside
-            // its marked `get`, and it has nothing pending (above).
-            let (buf, cell) = unsafe { Shared::pop_local(local, count) }?;
+            // SAFETY: owned by the calling thread (above).
+            let mine = unsafe { Mine::new(local) };
+            // SAFETY: the calling thread found it open inside its marked
+            // `get`, and it has nothing pending (above).
+            let (buf, cell) = unsafe { Shared::pop_local(mine, count) }?;
             Some((buf, cell, local))
         });
         gate::leave();
@@ -60,7 +62,7 @@ impl PoolInner {
 
     /// Returns a buffer. The owner path: the buffer kept its capacity (its
     /// origin is not marked [`GROWN`]), the calling thread owns its home
-    /// cache and nothing marks the home (one compare: [`Home::owned`]), the
+    /// cache and nothing marks the home (one compare: [`Home::mine`]), the
     /// cache has room, the idle cap admits it, and nobody waits for memory.
     #[inline(always)]
     pub(crate) fn release(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
@@ -70,8 +72,8 @@ impl PoolInner {
             gate::enter();
             // SAFETY: the guard that held the buffer borrowed (or held an
             // `Arc` of) the pool, which owns the cache.
-            if let Some(local) = unsafe { home.owned() } {
-                match self.push_fast(idx, local, buf) {
+            if let Some(mine) = unsafe { home.mine() } {
+                match self.push_fast(idx, mine, buf) {
                     Ok(()) => {
                         gate::leave();
                         return;
@@ -101,23 +103,23 @@ impl PoolInner {
         self.config.memory_limit.is_some() && self.ledger.under_pressure()
     }
 
-    /// Pushes `buf`, of bucket `idx`, onto `local`, owned by the calling
-    /// thread, which found it open inside its marked operation
-    /// ([`crate::steal`]). Touches neither the bucket nor the buffer.
+    /// Pushes `buf`, of bucket `idx`, onto `mine`, which the calling thread
+    /// found open inside its marked operation ([`crate::steal`]). Touches
+    /// neither the bucket nor the buffer.
     ///
-    /// `local`'s capacity is at least 1: with 0, every buffer is homed at
+    /// `mine`'s capacity is at least 1: with 0, every buffer is homed at
     /// the bucket's discard cache, which no thread owns, so the ownership
     /// compare fails (fresh ones by `Shared::made`, handed ones by
     /// `take_handed`; a grown buffer is never adopted but freed, by
     /// `release_slow`).
     #[inline(always)]
-    fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
+    fn push_fast(&self, idx: usize, mine: Mine<'_, Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
         let count = self.config.statistics;
         match &self.counted {
-            // SAFETY: the calling thread owns `local` (capacity at least 1,
-            // above), open, inside its marked operation; the check runs no
-            // code that touches the cache.
-            None => unsafe { Shared::push_local(local, buf, count, |_| true) },
+            // SAFETY: `mine` (capacity at least 1, above) is open, and the
+            // thread inside its marked operation; the check runs no code
+            // that touches the cache.
+            None => unsafe { Shared::push_local(mine, buf, count, |_| true) },
             Some(acct) => {
                 let acct = self.account_of(acct, idx);
                 let bytes = ((idx + 1) * self.config.bucket_step) as u64;
@@ -133,7 +135,7 @@ impl PoolInner {
                     }
                 };
                 // SAFETY: as above; `admit` touches only the account.
-                unsafe { Shared::push_local(local, buf, count, admit) }
+                unsafe { Shared::push_local(mine, buf, count, admit) }
             }
         }
     }

@@ -137,7 +137,7 @@ impl PoolInner {
         }
         // The cache's own cell, where the owner paths count the bucket's
         // buffers (`count_in_thread_delta`).
-        let local = inner.local_for_current()?;
+        let local = inner.local_for_current()?.local();
         acct.try_add(&local.delta, bytes)
             .then_some(Counted::In(acct, &local.delta))
     }

@@ -13,7 +13,6 @@ use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::loom::Arc;
-use crate::shared::Shared;
 use crate::stats::Counters;
 
 impl PoolInner {
@@ -80,10 +79,10 @@ impl PoolInner {
         // `take_pooled` sent this thread's pending releases of the bucket:
         // its cache may be indexed now.
         if let Some(pl) = pl
-            && let Some(local) = inner.local_for_current()
+            && let Some(mine) = inner.local_for_current()
         {
-            // SAFETY: as above; nothing is pending in `local`.
-            unsafe { self.index(pl, idx, local) };
+            // SAFETY: as above; nothing is pending in `mine`.
+            unsafe { self.index(pl, idx, mine) };
         }
         if let Some((mut buf, home)) = pooled {
             Buf::reset(&mut buf);
@@ -159,12 +158,11 @@ impl PoolInner {
         let (mut buf, home) = inner.take_pooled()?;
         Buf::reset(&mut buf);
         if let Some(pl) = pl
-            && let Some(local) = inner.local_for_current()
+            && let Some(mine) = inner.local_for_current()
         {
             // SAFETY: `count_in_thread_delta` bound the calling thread's
-            // index, `local_for_current` returns a cache it owns, and
-            // `take_pooled` sent what was pending in it.
-            unsafe { self.index(pl, idx, local) };
+            // index, and `take_pooled` sent what was pending in its cache.
+            unsafe { self.index(pl, idx, mine) };
         }
         Some((buf, home))
     }
@@ -431,17 +429,15 @@ impl PoolInner {
         let (Some(pl), Some(bound)) = (pl, self.pool_local()) else {
             return;
         };
-        let Some(local) = self.bucket(b).local_for_current() else {
+        let Some(mine) = self.bucket(b).local_for_current() else {
             return;
         };
-        // SAFETY: the calling thread owns `local`; the closure runs no user
-        // code.
-        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
+        if !mine.has_pending() {
             // SAFETY: `bind` (in `count_in_thread_delta`) made the calling
-            // thread the owner of `pl`, it owns `local`, a cache of bucket
-            // `b` with nothing pending, whose idle cell names the thread's delta
+            // thread the owner of `pl`; `mine` is its cache of bucket `b`,
+            // with nothing pending, whose idle cell names the thread's delta
             // cell (`count_in_thread_delta`).
-            unsafe { self.index(pl, b, local) };
+            unsafe { self.index(pl, b, mine) };
         } else {
             // SAFETY: `b` is a bucket.
             unsafe { bound.unset(b) };
@@ -463,17 +459,15 @@ impl PoolInner {
             return None;
         }
         let pl = self.bind()?;
-        if let Some(local) = self.bucket(b).local_for_current() {
+        if let Some(mine) = self.bucket(b).local_for_current() {
             let cell: *const DeltaCell = if self.counted.is_none() {
                 std::ptr::null()
             } else if self.per_bucket() {
-                &local.delta
+                &mine.local().delta
             } else {
                 &pl.delta
             };
-            // SAFETY: `bind` made the calling thread the owner of `pl`, and
-            // `local_for_current` returns a cache it owns.
-            unsafe { Shared::set_idle_cell(local, cell) };
+            mine.set_idle_cell(cell);
         }
         Some(pl)
     }
