@@ -97,7 +97,7 @@ impl<T: Recyclable> Shared<T> {
         }
         // What other threads keep: their caches' idle objects, and their
         // pending batches, sent to the inboxes drained next.
-        let quiet = self.steal_quiet();
+        let (quiet, stolen_panic) = self.steal_quiet();
         n += quiet.len();
         freed.push(quiet);
         for local in self.all_caches() {
@@ -111,7 +111,7 @@ impl<T: Recyclable> Shared<T> {
             freed.push(batch);
         }
         Counters::add_shared(&self.shared.dropped, n as u64);
-        let mut first = None;
+        let mut first = stolen_panic;
         for batch in &freed {
             first = first_of(first, self.forget(batch));
         }

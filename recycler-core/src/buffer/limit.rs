@@ -290,7 +290,9 @@ impl PoolInner {
         }
         for recycler in self.buckets.iter().filter_map(Bucket::made) {
             let inner = recycler.inner();
-            inner.store_all(inner.steal_quiet());
+            let (idle, panic) = inner.steal_quiet();
+            inner.store_all(idle);
+            crate::trim::pass_on(panic);
         }
         freed + self.evict_walk(short - freed, None, start, usize::MAX)
     }
