@@ -21,7 +21,9 @@ use crate::recyclable::Recyclable;
 /// `bytes::BytesMut`, with the `bytes` feature), as their `capacity()` does.
 /// Capacity at or under the limit is kept as it is, without reallocating.
 /// `BTreeMap` and `BTreeSet` have no capacity: clearing them frees every
-/// node, so for them this is `clear`.
+/// node, so for them this is `clear`. A [`RecycleVec`](crate::RecycleVec)
+/// keeps at most the limit's number of elements, reset, and as many places
+/// in its own buffer.
 ///
 /// Implement it for your own collections (it requires [`Recyclable`], whose
 /// [`retained_bytes`](Recyclable::retained_bytes) the derive still uses for
