@@ -48,7 +48,7 @@ use crate::recyclable::Recyclable;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be shrunk by `#[recycle(shrink_to = N)]`",
     label = "`{Self}` does not implement `ShrinkTo`",
-    note = "`shrink_to` works on `Vec`, `VecDeque`, `String`, `HashMap`, `HashSet`, `BinaryHeap`, `BTreeMap`, `BTreeSet` and, with the `bytes` feature, `BytesMut`; for another type, implement `recycler_core::ShrinkTo` or use `#[recycle(with = path::to::fn)]`"
+    note = "`shrink_to` works on `Vec`, `VecDeque`, `String`, `HashMap`, `HashSet`, `BinaryHeap`, `BTreeMap`, `BTreeSet`, `RecycleVec` and, with the `bytes` feature, `BytesMut`; for another type, implement `recycler_core::ShrinkTo` or use `#[recycle(with = path::to::fn)]`"
 )]
 pub trait ShrinkTo: Recyclable {
     /// Removes every element, then shrinks the capacity to at most
