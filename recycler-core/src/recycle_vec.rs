@@ -55,8 +55,8 @@ use crate::shrink::ShrinkTo;
 /// # Examples
 ///
 /// Headers as name–value pairs, whose strings are reused from one request
-/// to the next, with a lookup (a linear search, which for a few headers is
-/// faster than hashing):
+/// to the next, with a lookup by name (a linear search, cheap over the
+/// handful of headers a request carries):
 ///
 /// ```
 /// use recycler_core::{Recyclable, RecycleVec, Recycler};
