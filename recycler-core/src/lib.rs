@@ -282,6 +282,7 @@ mod box_like;
 pub mod buffer;
 mod builder;
 mod cache;
+mod capped;
 mod claim;
 mod config;
 mod cpu;

@@ -152,7 +152,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     pub fn get_owned(self: &Arc<Self>) -> OwnedPooled<T> {
         let (obj, home) = match self.inner().pop_owned() {
             Some(hit) => hit,
-            None => self.inner().get_slow(),
+            None => self.inner().get_miss(),
         };
         #[cfg(feature = "track")]
         self.inner().track(&obj);

@@ -186,7 +186,7 @@ impl<T: Recyclable> Shared<T> {
     /// The calling thread's cache, if its hot index has it under `key` (this
     /// recycler's key, marked or not).
     #[inline(always)]
-    fn hot(&self, key: u64) -> Option<Mine<'_, T>> {
+    pub(crate) fn hot(&self, key: u64) -> Option<Mine<'_, T>> {
         let local = registry::hot(key, self.hot_position)?.cast::<Local<T>>();
         // SAFETY: a hot-index entry under this recycler's key (marked or
         // not) points to a cache of this recycler (alive: `&self`, and it

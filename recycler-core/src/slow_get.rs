@@ -22,7 +22,7 @@ use crate::striped::Stripes;
 use crate::unwind::OnUnwind;
 
 impl<T: Recyclable> Shared<T> {
-    /// `get` when the owner path found nothing: pooled, else made.
+    /// `get` when no owner path served it: pooled, else made.
     #[cold]
     #[inline(never)]
     pub(crate) fn get_slow(&self) -> (Box<T>, Home<T>) {
@@ -32,6 +32,7 @@ impl<T: Recyclable> Shared<T> {
                 None => self.make(),
             };
         }
+
         match self.take_pooled() {
             Some(hit) => hit,
             None => self.make(),

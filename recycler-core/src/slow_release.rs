@@ -8,6 +8,7 @@
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::cache::ACCOUNTED;
 use crate::cpu;
 use crate::home::Home;
 use crate::idle::bytes_of;
@@ -29,6 +30,21 @@ impl<T: Recyclable> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
+        if !was_reset && self.owner_flag == ACCOUNTED {
+            return self.release_capped(obj, home);
+        }
+        self.release_measured(obj, home, was_reset, None);
+    }
+
+    /// [`release_slow`](Self::release_slow), with the object's bytes if it
+    /// was measured already (by the capped owner path).
+    pub(crate) fn release_measured(
+        &self,
+        obj: Box<T>,
+        home: Home<T>,
+        was_reset: bool,
+        measured: Option<u64>,
+    ) {
         if self.is_discard(home) || std::thread::panicking() {
             return self.discard(obj, home);
         }
@@ -48,7 +64,7 @@ impl<T: Recyclable> Shared<T> {
             // The object's home, if this thread owns it, is this thread's
             // cache: no lookup.
             let mine = owned.or_else(|| self.local_for_current());
-            let bytes = {
+            let bytes = measured.unwrap_or_else(|| {
                 let unwinding = OnUnwind(|| {
                     self.count_release(home, 1);
                     self.count_for(owned.map(Mine::local), |c| &c.dropped, 1);
@@ -56,7 +72,7 @@ impl<T: Recyclable> Shared<T> {
                 let bytes = bytes_of(&obj);
                 mem::forget(unwinding);
                 bytes
-            };
+            });
             let cell = mine.map(|mine| self.cell_of(mine));
             if !acct.admit(cell, bytes, self.member) {
                 return self.discard(obj, home);
