@@ -22,6 +22,7 @@ use crate::claim::Claimable;
 use crate::gate::{Gate, PendingSince};
 use crate::idle::DeltaCell;
 use crate::inbox::{Batch, Inbox};
+use crate::keep::Credits;
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
 use crate::registry::{NOBODY, TOKEN_STEP, Token};
 use crate::stats::Counters;
@@ -104,6 +105,13 @@ struct Cells<T> {
     /// reached only as the rest is ([`crate::steal`]).
     slot: UnsafeCell<Option<Box<T>>>,
     rest: UnsafeCell<Rest<T>>,
+    /// The owner's credits: units of the recycler's keep-alive count that
+    /// it holds for the owned guards it makes and the ones released to it
+    /// ([`crate::keep`]). A cell of its own: the owner takes one without a
+    /// mark (only while a handle lives, when nobody else touches it) and
+    /// returns one inside a marked operation; stealers never touch it; the
+    /// last handle takes them all back under the stealers' handshake.
+    credit: UnsafeCell<Credits>,
 }
 
 /// The owner-only state of a [`Local`] but the hot slot.
@@ -362,6 +370,7 @@ impl<T> Local<T> {
                     low_water: 0,
                     idle_cell: std::ptr::null(),
                 }),
+                credit: UnsafeCell::new(Credits::default()),
             }),
             counters: Counters::default(),
             delta: DeltaCell::new(),
@@ -446,6 +455,24 @@ impl<T> Local<T> {
         self.cache.rest.with_mut(|rest| {
             // SAFETY: the caller's guarantee: the only borrow.
             f(unsafe { &mut *rest })
+        })
+    }
+
+    /// Runs `f` on the owner's credits ([`crate::keep`]).
+    ///
+    /// # Safety
+    ///
+    /// No other thread touches them meanwhile: the calling thread owns the
+    /// cache and either a handle of the recycler is alive (nobody but the
+    /// owner touches them then) or it is inside a marked operation that
+    /// found the cache open; or the calling thread holds the cache's lock
+    /// and its owner is outside every marked operation (see
+    /// [`crate::steal`]). `f` runs no user code and does not re-enter.
+    #[inline(always)]
+    pub(crate) unsafe fn with_credit_unchecked<R>(&self, f: impl FnOnce(&mut Credits) -> R) -> R {
+        self.cache.credit.with_mut(|credit| {
+            // SAFETY: the caller's guarantee: the only borrow.
+            f(unsafe { &mut *credit })
         })
     }
 

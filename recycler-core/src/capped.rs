@@ -81,13 +81,15 @@ impl<T: Recyclable> Shared<T> {
     #[inline(never)]
     pub(crate) fn release_capped(&self, obj: Box<T>, home: Home<T>) {
         if std::thread::panicking() {
-            return self.release_measured(obj, home, false, None);
+            self.release_measured(obj, home, false, None, None);
+            return;
         }
         let Some(acct) = self.own_account() else {
-            return self.release_measured(obj, home, false, None);
+            self.release_measured(obj, home, false, None, None);
+            return;
         };
         if let Err((obj, was_reset, measured)) = self.push_capped(acct, obj, home) {
-            self.release_measured(obj, home, was_reset, measured);
+            self.release_measured(obj, home, was_reset, measured, None);
         }
     }
 

@@ -42,6 +42,9 @@ impl<T: Recyclable + Send> ExitFlush for Shared<T> {
         // gives it up only below.
         let mine = unsafe { Mine::new(local) };
         self.flush_pending(mine);
+        // The credits this cache holds for owned guards go back to the
+        // count, below (a later owner starts with none).
+        let credits = mine.take_credits();
         // SAFETY: the closure runs no user code.
         let cached = unsafe {
             mine.with_cache(|c| {
@@ -68,5 +71,10 @@ impl<T: Recyclable + Send> ExitFlush for Shared<T> {
         // Pairs with the fence in `send_home`.
         fence(Ordering::SeqCst);
         self.rescue(local, None);
+        if let Some(let_go) = self.keep.give(credits) {
+            // SAFETY: it frees nothing here: the registry holds the state
+            // (an `Arc`) while the hook runs, and frees it after.
+            unsafe { let_go.run() };
+        }
     }
 }

@@ -19,6 +19,7 @@
 //! With `reset_on_return(false)` the objects travel unreset; [`Shared::settle`]
 //! resets them where they leave an inbox for a cache or the depot.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 
@@ -36,8 +37,13 @@ use crate::unwind;
 
 impl<T: Recyclable> Shared<T> {
     /// Release on a thread that does not own the object's home; the object
-    /// is reset already unless `reset_on_return(false)` defers it.
-    pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
+    /// is reset already unless `reset_on_return(false)` defers it. For an
+    /// owned guard's object, `owed` (set) has the guard's unit of the
+    /// keep-alive count counted as a credit of the calling thread's cache
+    /// in the same operation that gathers the object there, if the cache is
+    /// open ([`crate::keep`]); it is cleared then, before anything that may
+    /// panic (the caller gives the unit back if it is still set).
+    pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>, owed: Option<&Cell<bool>>) {
         let home_ptr = home.local_ptr();
         let Some(mine) = self.local_for_release() else {
             // The thread is exiting: send the object straight home.
@@ -60,10 +66,11 @@ impl<T: Recyclable> Shared<T> {
         // SAFETY: every home is a cache of this recycler, which is alive
         // (the guard being released keeps it) and never moves a cache.
         let inbox = unsafe { &home_ptr.as_ref().inbox };
+        let credit = owed.is_some_and(Cell::get);
         // SAFETY: the closure runs no user code (`take_spare` is a channel
         // operation).
-        let (full, first, empty) = unsafe {
-            mine.with_cache(|c| {
+        let ((full, first, empty), credited) = unsafe {
+            mine.with_cache_crediting(credit, |c| {
                 let first = c.pending.is_empty();
                 let full = c
                     .pending
@@ -72,6 +79,9 @@ impl<T: Recyclable> Shared<T> {
                 (full, first && !empty, empty)
             })
         };
+        if credited && let Some(owed) = owed {
+            owed.set(false);
+        }
         if first {
             // The next `get` on this thread must take the slow path, which
             // sends them.

@@ -301,6 +301,7 @@ mod handoff;
 mod home;
 mod idle;
 mod inbox;
+mod keep;
 mod loom;
 mod mine;
 mod owned;

@@ -36,6 +36,7 @@ use crate::cache::{ACCOUNTED, Cache, Entry, Local, Rest};
 use crate::claim::Claimable;
 use crate::gate::{self, CLOSED, GetGate};
 use crate::idle::DeltaCell;
+use crate::keep::{Credits, Keep, LetGo};
 use crate::registry;
 
 /// A cache the calling thread owns (see the module docs).
@@ -124,6 +125,41 @@ impl<'a, T> Mine<'a, T> {
         unsafe { self.local.with_cache_unchecked(f) }
     }
 
+    /// [`with_cache`](Self::with_cache), also counting a unit of the
+    /// keep-alive count as a credit if `credit` and the cache is open (its
+    /// owner path: the credit cannot be stranded there, see
+    /// [`crate::keep`]). Returns `f`'s result and whether the credit was
+    /// counted.
+    ///
+    /// # Safety
+    ///
+    /// As for [`with_cache`](Self::with_cache).
+    #[inline(always)]
+    pub(crate) unsafe fn with_cache_crediting<R>(
+        self,
+        credit: bool,
+        f: impl FnOnce(&mut Cache<'_, T>) -> R,
+    ) -> (R, bool) {
+        gate::enter();
+        if self.owner_word() & !ACCOUNTED == registry::current() {
+            // SAFETY: the calling thread owns the cache (a `Mine`), which is
+            // open, and it is inside a marked operation; `f` does not
+            // re-enter (the caller's guarantee).
+            let r = unsafe { self.local.with_cache_unchecked(f) };
+            if credit {
+                // SAFETY: as above; the closure runs no user code.
+                unsafe { self.local.with_credit_unchecked(Credits::give) };
+            }
+            gate::leave();
+            return (r, credit);
+        }
+        gate::leave();
+        let _lock = self.gate.lock();
+        // SAFETY: the calling thread owns the cache and holds its lock; `f`
+        // does not re-enter.
+        (unsafe { self.local.with_cache_unchecked(f) }, false)
+    }
+
     /// Runs `f` on the owner-only state but the hot slot, with no mark and
     /// no lock: for the owner paths.
     ///
@@ -186,6 +222,76 @@ impl<'a, T> Mine<'a, T> {
                 Some(_) => Some(obj),
             })
         }
+    }
+
+    /// Takes a unit of `keep` for an owned guard the calling thread makes,
+    /// from the cache's credits ([`Credits::take`]). No mark and no lock.
+    ///
+    /// # Safety
+    ///
+    /// A handle of the recycler (whose keep-alive count is `keep`) is alive,
+    /// so that nobody takes the credits back meanwhile (stealers never touch
+    /// them).
+    #[inline(always)]
+    pub(crate) unsafe fn take_credit(self, keep: &Keep) {
+        // SAFETY: the calling thread owns the cache and a handle is alive
+        // (the caller's guarantee); the closure runs no user code.
+        unsafe { self.local.with_credit_unchecked(|c| c.take(keep)) };
+    }
+
+    /// Returns the unit of an owned guard released here, as a credit, inside
+    /// a marked operation that found the cache open (the owner path of an
+    /// owned guard's release).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread is inside a marked operation that found the cache
+    /// open ([`crate::steal`]).
+    #[inline(always)]
+    pub(crate) unsafe fn return_credit_unchecked(self) {
+        // SAFETY: the caller's guarantee; the closure runs no user code.
+        unsafe { self.local.with_credit_unchecked(Credits::give) };
+    }
+
+    /// Returns the unit of `keep` that an owned guard held, off the owner
+    /// path: as a credit of this cache, unless the recycler's last handle
+    /// has taken the cache's credits back (then the unit goes straight back
+    /// to the count, which may have been its last: see [`Keep::give`]).
+    pub(crate) fn return_credit(self, keep: &Keep) -> Option<LetGo> {
+        gate::enter();
+        if self.owner_word() & !ACCOUNTED == registry::current() {
+            // SAFETY: the calling thread found its cache open inside its
+            // marked operation.
+            unsafe { self.return_credit_unchecked() };
+            gate::leave();
+            return None;
+        }
+        gate::leave();
+        let state = self.gate.lock();
+        if state.orphaned {
+            drop(state);
+            return keep.give(1);
+        }
+        // SAFETY: the calling thread owns the cache and holds its lock; the
+        // closure runs no user code.
+        unsafe { self.local.with_credit_unchecked(Credits::give) };
+        drop(state);
+        None
+    }
+
+    /// Takes every credit, for the thread's exit (which gives them back).
+    pub(crate) fn take_credits(self) -> usize {
+        gate::enter();
+        if self.owner_word() & !ACCOUNTED == registry::current() {
+            // SAFETY: as in `return_credit`.
+            let n = unsafe { self.local.with_credit_unchecked(Credits::take_all) };
+            gate::leave();
+            return n;
+        }
+        gate::leave();
+        let _lock = self.gate.lock();
+        // SAFETY: as in `return_credit`.
+        unsafe { self.local.with_credit_unchecked(Credits::take_all) }
     }
 
     /// Takes an idle object: the hot slot's, else the back of the batch.

@@ -17,12 +17,14 @@
 //! site per direction keeps the inlined part small enough to inline into the
 //! caller's loop. No atomic read-modify-write and no lock on either path.
 
+use std::cell::Cell;
 use std::ptr;
 
 use crate::cache::{CLOSED, Local, Rest};
 use crate::decay::DECAY_PERIOD;
 use crate::gate::{self, GetGate};
 use crate::home::Home;
+use crate::loom::{Ordering, fence};
 use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry;
@@ -41,6 +43,17 @@ impl<T: Recyclable> Shared<T> {
     /// them: its gets take the slow path, which counts bytes.
     #[inline(always)]
     pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
+        self.pop_owned_then(|_| ())
+    }
+
+    /// [`pop_owned`](Self::pop_owned), running `hit` on the calling
+    /// thread's cache when it serves the get (an owned guard takes a credit
+    /// there).
+    #[inline(always)]
+    pub(crate) fn pop_owned_then(
+        &self,
+        hit: impl FnOnce(Mine<'_, T>),
+    ) -> Option<(Box<T>, Home<T>)> {
         let mine = self.hot(self.id)?;
         // The hot slot first, with no mark: only its owner ever touches a
         // plain recycler's slot (see `crate::steal`).
@@ -66,6 +79,8 @@ impl<T: Recyclable> Shared<T> {
         if Counters::add_owned_then(&mine.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
             obj = self.decay_after_get(mine, obj, || ());
         }
+        // After the decay pass, whose panic would leave nothing taken.
+        hit(mine);
         Some((obj, Home::new(mine.local())))
     }
 
@@ -108,6 +123,92 @@ impl<T: Recyclable> Shared<T> {
         // SAFETY: as above: a cache of a live recycler.
         let inner = unsafe { Shared::of(home.local()) };
         inner.release_slow(obj, home, false);
+    }
+
+    /// The release of an owned guard's object: as [`release`](Self::release),
+    /// then the guard's unit of the keep-alive count given back
+    /// ([`crate::keep`]): on the owner path, as a credit of the cache,
+    /// inside the operation that pushes the object (so that the last
+    /// handle, taking credits back, sees both or neither); else after the
+    /// slow release, by [`give_unit`](Shared::give_unit). Giving the unit
+    /// back is the last touch of the recycler.
+    ///
+    /// # Safety
+    ///
+    /// As for [`release`](Self::release), the recycler kept alive by the
+    /// guard's unit.
+    #[inline(always)]
+    pub(crate) unsafe fn release_owned_guard(obj: Box<T>, home: Home<T>, pool: bool) {
+        if pool {
+            // SAFETY: alive.
+            if let Some(mine) = unsafe { home.mine() } {
+                // Should `reset` panic, the guard's unit goes back too.
+                let obj = Resetting::reset_with(obj, home, true);
+                gate::enter();
+                // SAFETY: alive.
+                let back = match unsafe { home.mine() } {
+                    Some(_) => {
+                        // SAFETY: the calling thread found its cache open
+                        // inside its marked operation; the closure drops
+                        // nothing and runs no user code.
+                        let back = unsafe {
+                            mine.with_cache_unchecked(|c| {
+                                if c.slot.is_none() {
+                                    *c.slot = Some(obj);
+                                    None
+                                } else if c.has_room() {
+                                    c.batch.push_back(obj);
+                                    None
+                                } else {
+                                    Some(obj)
+                                }
+                            })
+                        };
+                        if back.is_none() {
+                            // SAFETY: as above.
+                            unsafe { mine.return_credit_unchecked() };
+                        }
+                        back
+                    }
+                    None => Some(obj),
+                };
+                gate::leave();
+                let Some(obj) = back else {
+                    Counters::add_owned(&mine.counters.released_local, 1);
+                    return;
+                };
+                // SAFETY: alive (the caller's guarantee), and nothing of
+                // the state is an argument of this frame.
+                return unsafe { Self::release_owned_slow(obj, home, true) };
+            }
+        }
+        // SAFETY: as above.
+        unsafe { Self::release_owned_slow(obj, home, false) };
+    }
+
+    /// An owned guard's release off its owner path: the slow release, then
+    /// the guard's unit given back (the last touch), whatever happens in
+    /// between: a `reset` or a `Drop` that panics there unwinds through the
+    /// guard that gives it.
+    ///
+    /// # Safety
+    ///
+    /// `home`'s recycler is alive, kept by the guard's unit, and the caller
+    /// holds no reference into its state as an argument.
+    #[inline(never)]
+    unsafe fn release_owned_slow(obj: Box<T>, home: Home<T>, was_reset: bool) {
+        // SAFETY: alive (the caller's guarantee).
+        let this: *const Shared<T> = unsafe { Shared::of(home.local()) };
+        let unit = UnitBack {
+            shared: this,
+            owed: Cell::new(true),
+        };
+        // SAFETY: alive while the unit is out (`unit` gives it back).
+        let shared = unsafe { &*this };
+        shared.liveness.check();
+        shared.release_measured(obj, home, was_reset, None, Some(&unit.owed));
+        // `unit` drops here (or as a panic unwinds through here): the unit
+        // goes back unless the release counted it as a credit.
     }
 
     /// The release of an object the owner path has reset, whose cache's
@@ -268,6 +369,19 @@ impl<T: Recyclable> Shared<T> {
                 // SAFETY: the claim stored the calling thread's token in
                 // the owner word.
                 let mine = unsafe { Mine::new(local) };
+                // Pairs with the fence of the recycler's last handle as it
+                // drops (`Shared::orphan`): either this sees it orphaned, or
+                // its walk over the caches sees this claim.
+                fence(Ordering::SeqCst);
+                if self.orphaned.load(Ordering::SeqCst) {
+                    // No handle is left: only owned guards are out, and a
+                    // release of theirs gives its unit back directly rather
+                    // than as a credit of a cache nobody takes back.
+                    // SAFETY: the thread has not touched the cache, and
+                    // keeps no `Mine` of it.
+                    unsafe { mine.abandon() };
+                    return None;
+                }
                 // SAFETY: `local` is a cache of this recycler, which keeps it
                 // (at a fixed address) for as long as the recycler lives, and
                 // the calling thread owns it.
@@ -320,5 +434,26 @@ impl<T: Recyclable> Shared<T> {
         // this recycler, alive while the thread is (its exit hook clears it
         // before the thread gives its caches up).
         unsafe { mine.open(get) };
+    }
+}
+
+/// Gives an owned guard's unit of the keep-alive count back when dropped
+/// (see [`Shared::give_unit`]): at the end of a slow release, or as a panic
+/// of user code unwinds through it. Forgotten where the unit went back
+/// otherwise.
+struct UnitBack<T: Recyclable> {
+    shared: *const Shared<T>,
+    /// Cleared by the release that counts the unit as a credit.
+    owed: Cell<bool>,
+}
+
+impl<T: Recyclable> Drop for UnitBack<T> {
+    fn drop(&mut self) {
+        if self.owed.get() {
+            // SAFETY: the state lives while the unit is out, and no
+            // reference into it is an argument here (this guard is on the
+            // stack).
+            unsafe { Shared::give_unit(self.shared) };
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! coldest batch to the depot; everything released on another thread goes
 //! to the handoff ([`crate::handoff`]).
 
+use std::cell::Cell;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -33,17 +34,23 @@ impl<T: Recyclable> Shared<T> {
         if !was_reset && self.owner_flag == ACCOUNTED {
             return self.release_capped(obj, home);
         }
-        self.release_measured(obj, home, was_reset, None);
+        self.release_measured(obj, home, was_reset, None, None);
     }
 
     /// [`release_slow`](Self::release_slow), with the object's bytes if it
-    /// was measured already (by the capped owner path).
+    /// was measured already (by the capped owner path). For an owned
+    /// guard's object, `owed` (set) lets a foreign release count the
+    /// guard's unit of the keep-alive count as a credit of its thread's
+    /// cache in the same operation that gathers the object there
+    /// ([`crate::keep`]); it clears `owed` as it does (before anything that
+    /// may panic), and the caller gives the unit back if it is still set.
     pub(crate) fn release_measured(
         &self,
         obj: Box<T>,
         home: Home<T>,
         was_reset: bool,
         measured: Option<u64>,
+        owed: Option<&Cell<bool>>,
     ) {
         if self.is_discard(home) || std::thread::panicking() {
             return self.discard(obj, home);
@@ -80,7 +87,7 @@ impl<T: Recyclable> Shared<T> {
         }
         match owned {
             Some(local) => self.release_owned(local, obj),
-            None => self.release_foreign(obj, home),
+            None => self.release_foreign(obj, home, owed),
         }
     }
 

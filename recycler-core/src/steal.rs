@@ -69,6 +69,7 @@ use crate::claim::Claimable;
 use crate::fence;
 use crate::gate::{CLOSED, now_ns, wait_quiet};
 use crate::inbox::Batch;
+use crate::keep::Credits;
 use crate::loom::Ordering;
 use crate::mine::Mine;
 use crate::recyclable::Recyclable;
@@ -253,6 +254,90 @@ pub(crate) fn steal_from<'a, T: 'a>(
         }
     }
     (skipped, first)
+}
+
+/// Takes back the credits of every cache in `caches` ([`crate::keep`]), for
+/// the last handle of their recycler, and shuts each for good (its owner
+/// paths go through the lock from now on, where releases find the cache
+/// orphaned and give their units straight back). Under the stealers'
+/// handshake, as [`steal_from`], except that an owner still inside an
+/// operation is waited for until it leaves (an owner operation is a few
+/// instructions; nothing here runs user code). Returns the credits taken.
+pub(crate) fn orphan_caches<'a, T: 'a>(
+    caches: impl Iterator<Item = &'a Local<T>>,
+    me: Token,
+) -> usize {
+    let mut credits = 0;
+    // Called with the cache's lock held and its owner outside every marked
+    // operation, or the calling thread the owner (not inside one).
+    let take = |local: &Local<T>| {
+        // SAFETY: as said above, nobody else touches the credits; `take`
+        // runs no user code.
+        unsafe { local.with_credit_unchecked(Credits::take_all) }
+    };
+    let mut caches = caches.peekable();
+    while caches.peek().is_some() {
+        let mut shut: [Option<(&Local<T>, *const Marks)>; CHUNK] = [None; CHUNK];
+        let mut n = 0;
+        while n < CHUNK {
+            let Some(local) = caches.next() else { break };
+            let mut state = local.gate.lock();
+            state.orphaned = true;
+            let owner = Claimable::owner(local);
+            let word = owner.load(Ordering::Relaxed);
+            let token = word & !(TOKEN_STEP - 1);
+            if token == NOBODY {
+                // Its thread exited and gave its credits back.
+                continue;
+            }
+            owner.store(word | CLOSED, Ordering::Relaxed);
+            for way in state.ways {
+                // SAFETY: the owner is alive (it has not given the cache up:
+                // that takes this lock), and so are its hot index and the
+                // pool.
+                unsafe { way.close() };
+            }
+            if token == me || state.marks.is_null() || state.sealed {
+                // As in `steal_from`: its owner reaches it only under this
+                // lock now.
+                credits += take(local);
+                continue;
+            }
+            state.stealers += 1;
+            shut[n] = Some((local, state.marks));
+            n += 1;
+        }
+        let fenced = n > 0 && fence::heavy();
+        for (local, marks) in shut.into_iter().flatten() {
+            // SAFETY: counted in `stealers`, so the owner cannot give the
+            // cache up, and its thread (whose marks these are) is alive.
+            while fenced && !unsafe { wait_quiet(marks) } {}
+            let mut state = local.gate.lock();
+            state.sealed = true;
+            credits += take(local);
+            state.stealers -= 1;
+        }
+    }
+    credits
+}
+
+impl<T> Shared<T> {
+    /// For the last handle of this recycler, as it drops: from now on, no
+    /// thread claims a cache of it, every cache is shut for good, and their
+    /// credits go back to the keep-alive count (which the handles' own unit
+    /// still holds above 0). See [`crate::keep`].
+    pub(crate) fn orphan(&self) {
+        self.liveness.check();
+        self.orphaned.store(true, Ordering::SeqCst);
+        // Pairs with the fence of a thread claiming a cache: either it sees
+        // the flag (and gives the cache up), or the walk below sees the
+        // cache it claimed.
+        crate::loom::fence(Ordering::SeqCst);
+        let credits = orphan_caches(self.all_caches(), registry::current());
+        // Never the last units: the handles' own is still out.
+        let let_go = self.keep.give(credits);
+        debug_assert!(let_go.is_none(), "the handles' unit is out");
+    }
 }
 
 impl<T: Recyclable> Shared<T> {
