@@ -20,7 +20,7 @@
 use std::sync::OnceLock;
 
 use super::buf::Buf;
-use super::builder::PoolConfig;
+use super::config::PoolConfig;
 use super::index::PoolLocal;
 use super::limit::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};

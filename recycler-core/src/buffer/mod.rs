@@ -81,6 +81,7 @@ mod buf;
 mod builder;
 #[cfg(feature = "bytes")]
 mod bytes;
+mod config;
 mod evict;
 #[cfg(feature = "bytes")]
 mod frame;

@@ -142,4 +142,4 @@ impl PoolInner {
 }
 
 // Marked origins never pass the owner path's bucket check.
-static_assertions::const_assert!(GROWN as usize >= super::builder::MAX_BUCKETS);
+static_assertions::const_assert!(GROWN as usize >= super::config::MAX_BUCKETS);

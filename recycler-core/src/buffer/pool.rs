@@ -11,7 +11,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use super::builder::{BufferPoolBuilder, PoolConfig};
+use super::config::PoolConfig;
 use super::guard::{OwnedPooledBuf, PooledBuf};
 use super::inner::{Bucket, PoolInner};
 use super::scope::Scope;
@@ -79,21 +79,6 @@ impl BufferPool {
     /// ```
     pub fn new() -> Self {
         Self::from_config(PoolConfig::DEFAULT)
-    }
-
-    /// A builder for other settings.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = BufferPool::builder().max_idle_memory(1 << 20).build()?;
-    /// # drop(pool);
-    /// # Ok::<(), recycler_core::ConfigError>(())
-    /// ```
-    pub fn builder() -> BufferPoolBuilder {
-        BufferPoolBuilder::new()
     }
 
     pub(crate) fn from_config(config: PoolConfig) -> Self {

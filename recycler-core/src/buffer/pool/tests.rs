@@ -1,4 +1,5 @@
 use super::*;
+use crate::buffer::BufferPoolBuilder;
 use static_assertions::assert_impl_all;
 
 assert_impl_all!(BufferPool: Send, Sync);
