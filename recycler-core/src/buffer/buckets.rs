@@ -3,8 +3,8 @@
 //! next bucket, or past the largest), charged to the ledger.
 
 use super::buf::Buf;
-use super::inner::PoolInner;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
 use crate::error::AcquireError;
 
 /// The origin of a buffer above `max_capacity`.
@@ -15,7 +15,7 @@ pub(crate) const OVERSIZE: u32 = u32::MAX;
 /// this bit.)
 pub(crate) const GROWN: u32 = 1 << 31;
 
-impl PoolInner {
+impl PoolShared {
     /// The bucket for a request of `capacity` bytes; `buckets.len()` or more
     /// for a request that no bucket serves: above `max_capacity`, or below
     /// `min_capacity` (`usize::MAX`).

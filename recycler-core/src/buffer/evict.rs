@@ -1,6 +1,6 @@
 //! Eviction: freeing idle buffers of other buckets, for the idle-memory cap
 //! (a release that would go over it, [`Evict`]) and for the memory limit (an
-//! allocation that would cross it, [`PoolInner::reserve`]). A walk visits
+//! allocation that would cross it, [`PoolShared::reserve`]). A walk visits
 //! the buckets from a random start, and in each frees what the calling
 //! thread can reach: its own cache (the coldest buffers first), the depot,
 //! the inboxes.
@@ -21,11 +21,11 @@ pub(crate) const MAX_WALK: usize = 64;
 
 use std::ptr;
 
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::idle::{self, Evict};
 use crate::mine::Mine;
 
-impl PoolInner {
+impl PoolShared {
     /// Frees idle buffers worth `want` bytes if it can, walking the buckets
     /// from `start` and skipping `skip`: in each, this thread's cache, then
     /// the depot, then the inboxes. Returns the bytes freed.
@@ -63,7 +63,7 @@ impl PoolInner {
     }
 }
 
-impl Evict for PoolInner {
+impl Evict for PoolShared {
     fn evict_others(&self, want: u64, skip: usize) -> u64 {
         let start = idle::random_below(self.buckets.len(), want);
         self.evict_walk(want, Some(skip), start, MAX_WALK)

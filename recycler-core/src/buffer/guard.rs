@@ -13,30 +13,30 @@ use std::ops::{Deref, DerefMut};
 
 use super::buckets::GROWN;
 use super::buf::Buf;
-use super::inner::PoolInner;
 use super::loan::Loan;
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::loom::Arc;
 
 /// How a buffer reaches its pool.
 trait PoolRef {
-    fn pool_inner(&self) -> &PoolInner;
+    fn pool_inner(&self) -> &PoolShared;
 }
 
-impl PoolRef for &PoolInner {
+impl PoolRef for &PoolShared {
     #[inline(always)]
-    fn pool_inner(&self) -> &PoolInner {
+    fn pool_inner(&self) -> &PoolShared {
         self
     }
 }
 
 impl PoolRef for Arc<BufferPool> {
     #[inline(always)]
-    fn pool_inner(&self) -> &PoolInner {
-        self.inner()
+    fn pool_inner(&self) -> &PoolShared {
+        self.shared()
     }
 }
 
@@ -100,7 +100,7 @@ impl PoolRef for Arc<BufferPool> {
 /// assert!(buf != *b"ab" && owned != b"abcd".to_vec());
 /// ```
 pub struct PooledBuf<'a> {
-    pool: &'a PoolInner,
+    pool: &'a PoolShared,
     buf: ManuallyDrop<Loan>,
     home: Home<Buf>,
     /// The bucket the buffer came from, or `OVERSIZE`; marked `GROWN` once
@@ -138,7 +138,7 @@ pub struct OwnedPooledBuf {
     origin: u32,
 }
 
-// SAFETY: the guard owns its buffer (`Buf: Send`); `&PoolInner` is shared
+// SAFETY: the guard owns its buffer (`Buf: Send`); `&PoolShared` is shared
 // state that is `Sync` (atomics, locks, channels, and caches touched only by
 // their owner thread); `home` is an address the release path uses from any
 // thread (it checks the owner before touching the cache).
@@ -156,7 +156,7 @@ impl<'a> PooledBuf<'a> {
     /// the `#[track_caller]` acquire that took it, with feature `track`).
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
-    pub(crate) fn new(pool: &'a PoolInner, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+    pub(crate) fn new(pool: &'a PoolShared, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
         #[cfg(feature = "track")]
         pool.track(&buf, std::panic::Location::caller());
         Self::untracked(pool, buf, home, origin)
@@ -165,7 +165,7 @@ impl<'a> PooledBuf<'a> {
     /// A guard of `buf`, which the caller has tracked (feature `track`).
     #[inline(always)]
     pub(crate) fn untracked(
-        pool: &'a PoolInner,
+        pool: &'a PoolShared,
         buf: Box<Buf>,
         home: Home<Buf>,
         origin: u32,
@@ -296,7 +296,7 @@ impl OwnedPooledBuf {
 /// buffer grows.
 #[inline]
 pub(super) fn try_reserve(
-    pool: &PoolInner,
+    pool: &PoolShared,
     loan: &mut Loan,
     origin: &mut u32,
     additional: usize,
@@ -320,7 +320,7 @@ pub(super) fn try_reserve(
 #[cold]
 #[inline(never)]
 fn grow(
-    pool: &PoolInner,
+    pool: &PoolShared,
     buf: &mut Buf,
     len: usize,
     origin: u32,
@@ -344,7 +344,7 @@ fn grow(
 /// overdraft; panics, as `Vec` does, only for a size no buffer can have or
 /// when the allocator fails.
 #[inline]
-fn reserve(pool: &PoolInner, loan: &mut Loan, origin: &mut u32, additional: usize) {
+fn reserve(pool: &PoolShared, loan: &mut Loan, origin: &mut u32, additional: usize) {
     if loan.capacity() - loan.len() < additional {
         let len = loan.len();
         *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional);
@@ -356,7 +356,7 @@ fn reserve(pool: &PoolInner, loan: &mut Loan, origin: &mut u32, additional: usiz
 #[inline(never)]
 #[track_caller]
 fn grow_or_panic(
-    pool: &PoolInner,
+    pool: &PoolShared,
     buf: &mut Buf,
     len: usize,
     origin: u32,

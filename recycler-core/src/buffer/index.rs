@@ -15,7 +15,7 @@ use std::cell::Cell;
 use std::ptr;
 
 use super::buf::Buf;
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::cache::Local;
 use crate::claim::Claimable;
 use crate::gate::GetGate;
@@ -151,7 +151,7 @@ const_thread_local! {
     static POOL_HOT: [Cell<HotEntry>; POOL_HOT_SLOTS] = [EMPTY_HOT; POOL_HOT_SLOTS];
 }
 
-impl PoolInner {
+impl PoolShared {
     /// The calling thread's index, if it is bound and the thread owns it.
     ///
     /// An entry exists only while the thread owns the index (see the module
@@ -224,7 +224,7 @@ impl PoolInner {
     }
 }
 
-impl PoolInner {
+impl PoolShared {
     /// Forgets the calling thread's index in this pool: its entry in
     /// [`POOL_HOT`] and, if the thread owns `pl`, every cell of it.
     fn forget_index(&self, pl: &PoolLocal, token: Token) {
@@ -242,7 +242,7 @@ impl PoolInner {
     }
 }
 
-impl ExitFlush for PoolInner {
+impl ExitFlush for PoolShared {
     /// Phase one of the thread's exit: before any of its bucket caches is
     /// given up (their hooks may have registered before this one: a thread
     /// whose first call was `trim`), the thread's index in this pool is

@@ -1,8 +1,8 @@
 //! Serving a request from a larger idle buffer where the memory limit
 //! binds: an acquire that would otherwise evict, wait or overdraft takes
 //! the smallest larger idle buffer the calling thread keeps
-//! ([`PoolInner::take_larger`]), and a waiter is handed one before idle
-//! memory is freed for it ([`PoolInner::hand_idle_to_waiters`]).
+//! ([`PoolShared::take_larger`]), and a waiter is handed one before idle
+//! memory is freed for it ([`PoolShared::hand_idle_to_waiters`]).
 //!
 //! The buffer keeps its capacity: it counts as an acquire and a hit of its
 //! own bucket and returns there, so the books need nothing new. Shrinking
@@ -27,10 +27,10 @@
 //! [`WaitQueue::hand_over`]: super::waiters::WaitQueue::hand_over
 
 use super::buf::Buf;
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::home::Home;
 
-impl PoolInner {
+impl PoolShared {
     /// Whether the limit binds for a new buffer of `bytes`: a limit is set
     /// and has no room for them now (one relaxed load), or someone waits.
     /// Without a limit, never.

@@ -27,7 +27,7 @@
 
 use std::fmt;
 
-use super::inner::{Bucket, PoolInner};
+use super::shared::{Bucket, PoolShared};
 use super::waiters::WaitQueue;
 use crate::error::AcquireError;
 use crate::idle;
@@ -178,7 +178,7 @@ impl fmt::Debug for Ledger {
     }
 }
 
-impl PoolInner {
+impl PoolShared {
     /// Reserves `bytes` on the ledger; at the limit, frees idle buffers
     /// ([`free_idle`](Self::free_idle)) and retries, a few times.
     pub(crate) fn reserve(&self, bytes: usize) -> Result<(), AcquireError> {

@@ -28,15 +28,15 @@
 
 use super::buckets::OVERSIZE;
 use super::buf::Buf;
-use super::inner::PoolInner;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
 use super::wait::Parts;
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::loom::Arc;
 use crate::stats::Counters;
 
-impl PoolInner {
+impl PoolShared {
     /// A fresh buffer for bucket `idx` (oversize past the last) allocated
     /// outside the limit: an overdraft, freed when released. Counted as a
     /// non-pooled acquire of its bucket (of the oversize entry past the

@@ -7,14 +7,14 @@
 
 use super::buckets::GROWN;
 use super::buf::Buf;
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::mine::Mine;
 use crate::shared::Shared;
 
-impl PoolInner {
+impl PoolShared {
     /// The owner path of acquire: take from the calling thread's cache of
     /// bucket `idx`, found through its index.
     #[inline(always)]

@@ -1,7 +1,7 @@
 //! [`BufferPool`]: the public handle of a pool of byte buffers in buckets by
 //! capacity, each bucket a [`Recycler`](crate::Recycler) of buffers, under
 //! one idle-memory account and one memory ledger. It holds the shared state
-//! ([`PoolInner`]) and hands each call to the path that serves it: the owner
+//! ([`PoolShared`]) and hands each call to the path that serves it: the owner
 //! paths ([`super::owner`]), the slow paths ([`super::slow`]), eviction
 //! ([`super::evict`]), the limit ([`super::limit`]), waiting for memory
 //! ([`super::wait`], through the methods in [`waiting`]) and prefill
@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use super::config::PoolConfig;
 use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::inner::{Bucket, PoolInner};
 use super::scope::Scope;
+use super::shared::{Bucket, PoolShared};
 use super::stats::BufferPoolStats;
 use super::wait::{Acquire, AcquireOwned};
 use crate::error::AcquireError;
@@ -62,7 +62,7 @@ use crate::loom::{Arc, Weak};
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct BufferPool {
-    inner: Arc<PoolInner>,
+    shared: Arc<PoolShared>,
 }
 
 impl BufferPool {
@@ -82,10 +82,10 @@ impl BufferPool {
     }
 
     pub(crate) fn from_config(config: PoolConfig) -> Self {
-        let inner = Arc::new_cyclic(|this: &Weak<PoolInner>| PoolInner::new(config, this));
+        let shared = Arc::new_cyclic(|this: &Weak<PoolShared>| PoolShared::new(config, this));
         #[cfg(loom)]
-        inner.make_all();
-        Self { inner }
+        shared.make_all();
+        Self { shared }
     }
 
     /// A buffer of at least `capacity` bytes, empty (`len() == 0`).
@@ -139,11 +139,11 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire(&self, capacity: usize) -> PooledBuf<'_> {
-        let inner = &*self.inner;
-        let idx = inner.bucket_index(capacity);
-        match inner.pop_fast(idx) {
-            Some((buf, home)) => PooledBuf::new(inner, buf, home, idx as u32),
-            None => inner.acquire_cold(capacity, idx),
+        let shared = &*self.shared;
+        let idx = shared.bucket_index(capacity);
+        match shared.pop_fast(idx) {
+            Some((buf, home)) => PooledBuf::new(shared, buf, home, idx as u32),
+            None => shared.acquire_cold(capacity, idx),
         }
     }
 
@@ -183,11 +183,11 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire(&self, capacity: usize) -> Result<PooledBuf<'_>, AcquireError> {
-        let inner = &*self.inner;
-        let idx = inner.bucket_index(capacity);
-        match inner.pop_fast(idx) {
-            Some((buf, home)) => Ok(PooledBuf::new(inner, buf, home, idx as u32)),
-            None => inner.try_acquire_cold(capacity, idx),
+        let shared = &*self.shared;
+        let idx = shared.bucket_index(capacity);
+        match shared.pop_fast(idx) {
+            Some((buf, home)) => Ok(PooledBuf::new(shared, buf, home, idx as u32)),
+            None => shared.try_acquire_cold(capacity, idx),
         }
     }
 
@@ -221,16 +221,16 @@ impl BufferPool {
     #[inline]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire_pooled(&self, capacity: usize) -> Option<PooledBuf<'_>> {
-        let inner = &*self.inner;
-        let idx = inner.bucket_index(capacity);
-        let (buf, home, origin) = match inner.pop_fast(idx) {
+        let shared = &*self.shared;
+        let idx = shared.bucket_index(capacity);
+        let (buf, home, origin) = match shared.pop_fast(idx) {
             Some((buf, home)) => (buf, home, idx as u32),
-            None => match inner.take_pooled(idx) {
+            None => match shared.take_pooled(idx) {
                 Some((buf, home)) => (buf, home, idx as u32),
-                None => inner.take_grown(idx)?,
+                None => shared.take_grown(idx)?,
             },
         };
-        Some(PooledBuf::new(inner, buf, home, origin))
+        Some(PooledBuf::new(shared, buf, home, origin))
     }
 
     /// Like [`try_acquire_pooled`](Self::try_acquire_pooled), for a pool in
@@ -341,7 +341,7 @@ impl BufferPool {
     /// bucket step.
     #[inline]
     pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
-        self.inner.scope_chunk
+        self.shared.scope_chunk
     }
 
     /// A snapshot of the pool's counters, summed over all threads: exact once
@@ -359,7 +359,7 @@ impl BufferPool {
     /// assert_eq!(pool.stats().idle_memory, 4096);
     /// ```
     pub fn stats(&self) -> BufferPoolStats {
-        self.inner.stats()
+        self.shared.stats()
     }
 
     /// Frees every idle buffer: every bucket's depot and inboxes, this
@@ -380,7 +380,7 @@ impl BufferPool {
     /// assert_eq!((stats.idle_memory, stats.allocated_memory), (0, 0));
     /// ```
     pub fn trim(&self) {
-        for recycler in self.inner.buckets.iter().filter_map(Bucket::made) {
+        for recycler in self.shared.buckets.iter().filter_map(Bucket::made) {
             recycler.trim();
         }
     }
@@ -439,7 +439,7 @@ impl BufferPool {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
-        self.inner.prefill(capacity, count)
+        self.shared.prefill(capacity, count)
     }
 
     /// The buffers in use, grouped by the call site that acquired them, with
@@ -465,12 +465,12 @@ impl BufferPool {
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
     pub fn leaks(&self) -> crate::Leaks {
-        self.inner.tracker.leaks()
+        self.shared.tracker.leaks()
     }
 
     /// The shared state, for guards and scopes.
-    pub(crate) fn inner(&self) -> &PoolInner {
-        &self.inner
+    pub(crate) fn shared(&self) -> &PoolShared {
+        &self.shared
     }
 }
 
@@ -539,7 +539,7 @@ impl Default for BufferPool {
 impl fmt::Debug for BufferPool {
     /// The settings and the memory totals; takes no lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.inner.config;
+        let c = &self.shared.config;
         f.debug_struct("BufferPool")
             .field("bucket_step", &c.bucket_step)
             .field("min_capacity", &c.min_capacity)
@@ -548,7 +548,7 @@ impl fmt::Debug for BufferPool {
             .field("max_idle_per_bucket", &c.max_idle_per_bucket)
             .field("memory_limit", &c.memory_limit)
             .field("alignment", &c.alignment)
-            .field("allocated_memory", &self.inner.ledger.allocated())
+            .field("allocated_memory", &self.shared.ledger.allocated())
             .finish_non_exhaustive()
     }
 }

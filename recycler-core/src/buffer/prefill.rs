@@ -11,7 +11,7 @@
 //! mode (whose acquires never look at the depot), as the core's `prefill`
 //! does. Counted as made and prefilled on the bucket's shared counters.
 
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::stats::Counters;
@@ -25,7 +25,7 @@ enum Stop {
     Failed(AcquireError),
 }
 
-impl PoolInner {
+impl PoolShared {
     /// See [`BufferPool::prefill`](super::BufferPool::prefill).
     pub(crate) fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
         let idx = self.bucket_index(capacity);

@@ -21,16 +21,16 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::buckets::GROWN;
-use super::inner::PoolInner;
 use super::loan::Loan;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
 use super::waiters::{Polled, Wake};
 use crate::error::AcquireError;
 
 /// The future of `reserve_async`: room for `additional` more bytes in the
 /// buffer it borrows, now or once memory is freed for it.
 pub(crate) struct Reserve<'g> {
-    pool: &'g PoolInner,
+    pool: &'g PoolShared,
     loan: &'g mut Loan,
     origin: &'g mut u32,
     additional: usize,
@@ -47,7 +47,7 @@ unsafe impl Send for Reserve<'_> {}
 
 impl<'g> Reserve<'g> {
     pub(crate) fn new(
-        pool: &'g PoolInner,
+        pool: &'g PoolShared,
         loan: &'g mut Loan,
         origin: &'g mut u32,
         additional: usize,

@@ -7,15 +7,15 @@
 use super::buckets::{GROWN, OVERSIZE};
 use super::buf::Buf;
 use super::guard::PooledBuf;
-use super::inner::PoolInner;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::loom::Arc;
 use crate::stats::Counters;
 
-impl PoolInner {
+impl PoolShared {
     /// `acquire` when the owner path found nothing: at the memory limit, an
     /// overdraft ([`super::overdraft`]); panics, as `Vec::with_capacity`
     /// does, only for a size no allocation can have or when the allocator

@@ -95,10 +95,10 @@
 //! while anyone waits, above `max_capacity`, grown past it, evicted,
 //! trimmed, over the idle cap), and a granted waiter that leaves.
 //! While anyone waits, releases hand over or free their buffer rather than
-//! keep it ([`PoolInner::under_pressure`], one relaxed load of the bit), so
+//! keep it ([`PoolShared::under_pressure`], one relaxed load of the bit), so
 //! that memory in use reaches the waiters, and if the waiters want more
 //! than is free, idle buffers are freed for them wherever they idle, other
-//! threads' caches included ([`PoolInner::reclaim_for_waiters`],
+//! threads' caches included ([`PoolShared::reclaim_for_waiters`],
 //! [`crate::steal`]). A release that runs just as the first waiter joins
 //! may not see the bit yet and keep its buffer in its thread's cache; the
 //! waiter's reclaim waits for that release to end (up to a millisecond)
@@ -120,9 +120,9 @@ use std::time::{Duration, Instant};
 
 use super::buf::Buf;
 use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::inner::PoolInner;
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
 use super::waiters::{Polled, Wake};
 use crate::error::AcquireError;
 use crate::home::Home;
@@ -135,18 +135,18 @@ pub(crate) type Parts = (Box<Buf>, Home<Buf>, u32);
 /// How a wait reaches its pool: by reference, or through the `Arc` of an
 /// owned wait.
 pub(crate) trait PoolHandle {
-    fn pool(&self) -> &PoolInner;
+    fn pool(&self) -> &PoolShared;
 }
 
-impl PoolHandle for &PoolInner {
-    fn pool(&self) -> &PoolInner {
+impl PoolHandle for &PoolShared {
+    fn pool(&self) -> &PoolShared {
         self
     }
 }
 
 impl PoolHandle for Arc<BufferPool> {
-    fn pool(&self) -> &PoolInner {
-        self.inner()
+    fn pool(&self) -> &PoolShared {
+        self.shared()
     }
 }
 
@@ -298,11 +298,11 @@ impl<P: PoolHandle> Drop for Waiting<P> {
 }
 
 /// The future of [`BufferPool::acquire_async`].
-pub(crate) struct Acquire<'a>(Waiting<&'a PoolInner>);
+pub(crate) struct Acquire<'a>(Waiting<&'a PoolShared>);
 
 impl<'a> Acquire<'a> {
     #[cfg_attr(feature = "track", track_caller)]
-    pub(crate) fn new(pool: &'a PoolInner, capacity: usize) -> Self {
+    pub(crate) fn new(pool: &'a PoolShared, capacity: usize) -> Self {
         Self(Waiting::new(pool, capacity))
     }
 }
@@ -312,7 +312,7 @@ impl<'a> Future for Acquire<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let pool: &'a PoolInner = this.0.pool;
+        let pool: &'a PoolShared = this.0.pool;
         let got = std::task::ready!(this.0.poll(Some(cx.waker())));
         #[cfg(feature = "track")]
         if let Ok(parts) = &got {
@@ -348,7 +348,7 @@ impl Future for AcquireOwned {
     }
 }
 
-impl PoolInner {
+impl PoolShared {
     /// The bytes a buffer for `capacity` (of bucket `idx`, oversize past
     /// the last) takes on the ledger: its bucket's capacity, or exactly
     /// `capacity`. Or the error `try_acquire` reports for a request that can

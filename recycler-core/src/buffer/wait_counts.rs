@@ -3,7 +3,7 @@
 //! oversize buffers. Touched only on the waiting paths (a wait joining or
 //! leaving the queue), never on an acquire or release that does not wait.
 
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::loom::{Ordering::Relaxed, StatCounter};
 
 /// The waiting counts of one entry of the statistics.
@@ -31,7 +31,7 @@ impl WaitCounts {
     }
 }
 
-impl PoolInner {
+impl PoolShared {
     /// The entry whose counts a wait for a buffer of `capacity` bytes
     /// (a growth to it, or an acquire of its bucket) goes in: its bucket, or
     /// the oversize one.

@@ -241,7 +241,7 @@ impl WaitQueue {
     /// serves) of at most `bytes`, the buffer's capacity, and wakes it: the
     /// buffer's memory, still allocated, is its grant, even when it is more
     /// than the waiter asked for (the release shrinks a larger buffer to
-    /// the request first, `PoolInner::release_to_waiters`, if the
+    /// the request first, `PoolShared::release_to_waiters`, if the
     /// allocator can, unless it keeps it whole for the waiter behind; an
     /// idle buffer handed over is never shrunk: `super::larger`). Hands `buf` back otherwise, to be
     /// freed (which serves the queue). Only the first waiter is looked at:

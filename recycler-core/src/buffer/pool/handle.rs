@@ -71,7 +71,7 @@ impl BufferPool {
     pub fn handle(&self) -> BufferPoolHandle {
         BufferPoolHandle {
             pool: Arc::new(Self {
-                inner: Arc::clone(&self.inner),
+                shared: Arc::clone(&self.shared),
             }),
         }
     }

@@ -44,9 +44,9 @@ impl BufferPool {
         capacity: usize,
         timeout: Duration,
     ) -> Result<PooledBuf<'_>, AcquireError> {
-        let inner = &*self.inner;
-        let (buf, home, origin) = inner.acquire_blocking(capacity, timeout)?;
-        Ok(PooledBuf::new(inner, buf, home, origin))
+        let shared = &*self.shared;
+        let (buf, home, origin) = shared.acquire_blocking(capacity, timeout)?;
+        Ok(PooledBuf::new(shared, buf, home, origin))
     }
 
     /// Like [`acquire_timeout`](Self::acquire_timeout), for a pool in an
@@ -83,9 +83,9 @@ impl BufferPool {
         capacity: usize,
         timeout: Duration,
     ) -> Result<OwnedPooledBuf, AcquireError> {
-        let (buf, home, origin) = self.inner.acquire_blocking(capacity, timeout)?;
+        let (buf, home, origin) = self.shared.acquire_blocking(capacity, timeout)?;
         #[cfg(feature = "track")]
-        self.inner.track(&buf, std::panic::Location::caller());
+        self.shared.track(&buf, std::panic::Location::caller());
         Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
     }
 
@@ -195,7 +195,7 @@ impl BufferPool {
         &self,
         capacity: usize,
     ) -> impl Future<Output = Result<PooledBuf<'_>, AcquireError>> {
-        Acquire::new(&self.inner, capacity)
+        Acquire::new(&self.shared, capacity)
     }
 
     /// Like [`acquire_async`](Self::acquire_async), for a pool in an `Arc`:

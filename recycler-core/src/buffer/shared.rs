@@ -1,4 +1,4 @@
-//! `PoolInner`: the state every thread of one buffer pool shares: its
+//! `PoolShared`: the state every thread of one buffer pool shares: its
 //! buckets (each a [`Recycler`] of buffers), the idle-memory account, the
 //! memory ledger and the threads' indexes; how it is made and how its
 //! statistics are read.
@@ -11,7 +11,7 @@
 //! Readers (statistics, `trim`, eviction) skip the buckets not made yet,
 //! which hold nothing.
 //!
-//! The paths live in files of their own, each an `impl PoolInner` block:
+//! The paths live in files of their own, each an `impl PoolShared` block:
 //! bucket selection and growth ([`super::buckets`]), the per-thread index
 //! ([`super::index`]), the owner paths ([`super::owner`]), the slow paths
 //! ([`super::slow`]), eviction ([`super::evict`]) and the limit
@@ -35,7 +35,7 @@ use crate::registry::{self, ExitFlush};
 use crate::shared::Shared;
 
 /// The shared state of a pool.
-pub(crate) struct PoolInner {
+pub(crate) struct PoolShared {
     /// Unique for the life of the process; keys the threads' pool indexes.
     pub(crate) id: u64,
     pub(crate) config: PoolConfig,
@@ -52,7 +52,7 @@ pub(crate) struct PoolInner {
     /// The account the owner paths count idle buffers in, `None` without a
     /// cap: `max_idle_memory`'s (`idle`), or, under `max_idle_per_bucket`,
     /// the first bucket's, standing for each bucket's own
-    /// ([`PoolInner::account_of`]). So the owner paths of a pool without a
+    /// ([`PoolShared::account_of`]). So the owner paths of a pool without a
     /// cap make one load and one test, as they did before the bucket cap.
     pub(crate) counted: Option<Arc<IdleAccount>>,
     /// Under `max_idle_per_bucket`, each bucket's own account, by bucket
@@ -86,10 +86,10 @@ pub(crate) struct PoolInner {
 }
 
 /// One bucket: a recycler of buffers of one capacity, made when first used
-/// ([`PoolInner::bucket`]).
+/// ([`PoolShared::bucket`]).
 pub(crate) struct Bucket {
     pub(crate) capacity: usize,
-    /// Made by [`PoolInner::bucket`]; never unset once made.
+    /// Made by [`PoolShared::bucket`]; never unset once made.
     recycler: OnceLock<Recycler<Buf>>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     pub(crate) outgrown: StatCounter,
@@ -98,8 +98,8 @@ pub(crate) struct Bucket {
     pub(crate) waits: WaitCounts,
 }
 
-impl PoolInner {
-    pub(crate) fn new(config: PoolConfig, this: &Weak<PoolInner>) -> Self {
+impl PoolShared {
+    pub(crate) fn new(config: PoolConfig, this: &Weak<PoolShared>) -> Self {
         let n_buckets = config.buckets();
         let idle = config.max_idle_memory.map(|cap| {
             let evictor: Weak<dyn Evict> = this.clone();
@@ -347,7 +347,7 @@ impl PoolInner {
 
 impl Bucket {
     /// The bucket's recycler, if it has been made (by
-    /// [`PoolInner::bucket`]); a bucket not made holds no buffer and has
+    /// [`PoolShared::bucket`]); a bucket not made holds no buffer and has
     /// counted nothing.
     pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
         self.recycler.get()
