@@ -7,7 +7,7 @@ use std::fmt;
 
 use recycler_derive::Recyclable;
 
-use super::limit::Ledger;
+use super::ledger::Ledger;
 use super::raw::AlignedBuf;
 use crate::loom::Arc;
 
@@ -35,12 +35,12 @@ pub(crate) struct Buf {
     charged: usize,
     /// Where the capacity is charged; credited back when the buffer drops.
     #[recycle(skip)]
-    ledger: Arc<Ledger>,
+    ledger: Arc<Ledger<Box<Buf>>>,
 }
 
 impl Buf {
     /// Wraps `raw`, whose capacity the caller has reserved on `ledger`.
-    pub(crate) fn new(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn new(raw: AlignedBuf, ledger: Arc<Ledger<Box<Buf>>>) -> Self {
         Self {
             charged: raw.capacity(),
             raw,
@@ -52,7 +52,7 @@ impl Buf {
 
     /// Wraps `raw`, an overdraft: none of its bytes are on `ledger`, which
     /// the caller has told of them ([`Ledger::overdraw`]).
-    pub(crate) fn overdraft(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn overdraft(raw: AlignedBuf, ledger: Arc<Ledger<Box<Buf>>>) -> Self {
         Self {
             charged: 0,
             raw,

@@ -197,7 +197,7 @@ impl<'a> PooledBuf<'a> {
 // Unwind safety: a buffer is bytes, as a `Vec<u8>` is, and its pool runs no
 // user code at all (the bytes need no `reset`; the only foreign code a pool
 // calls is a waiting task's waker, and that runs outside every lock, after
-// the grant it wakes for is booked: `waiters.rs`). Every change to the pool's
+// the grant it wakes for is booked: `ledger.rs`). Every change to the pool's
 // state is complete or not begun when a panic can happen: in the caller's
 // code while a buffer is held (the buffer is returned, or freed, by its
 // `Drop` during the unwinding, the books counting it either way), or in

@@ -24,7 +24,7 @@
 //! the queue's lock); a later waiter gets one only once every waiter ahead
 //! of it is granted.
 //!
-//! [`WaitQueue::hand_over`]: super::waiters::WaitQueue::hand_over
+//! [`WaitQueue::hand_over`]: super::ledger::WaitQueue::hand_over
 
 use super::buf::Buf;
 use super::shared::PoolShared;

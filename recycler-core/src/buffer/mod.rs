@@ -88,6 +88,7 @@ mod frame;
 mod guard;
 mod index;
 mod larger;
+mod ledger;
 mod limit;
 mod loan;
 mod overdraft;
@@ -102,7 +103,6 @@ mod slow;
 mod stats;
 mod wait;
 mod wait_counts;
-mod waiters;
 
 pub use self::builder::BufferPoolBuilder;
 #[cfg(feature = "bytes")]

@@ -485,7 +485,7 @@ pub(crate) fn acquire_failed(err: &AcquireError) -> ! {
 // Unwind safety: a buffer pool runs no user code inside its own critical
 // sections (its buffers need no `reset`, and the one foreign call it makes,
 // a waiting task's `Waker::wake`, runs outside every lock, after the grant
-// it wakes for is booked: `waiters.rs`), so a panic anywhere leaves it as
+// it wakes for is booked: `ledger.rs`), so a panic anywhere leaves it as
 // consistent as it was before (DESIGN.md, invariant 4): a buffer held by the
 // code that panics is returned or freed by its `Drop` during the unwinding,
 // and counted either way. `tests/tests/buffer_fit.rs` checks the books after

@@ -21,10 +21,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::buckets::GROWN;
+use super::ledger::{Polled, Wake};
 use super::loan::Loan;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
-use super::waiters::{Polled, Wake};
 use crate::error::AcquireError;
 
 /// The future of `reserve_async`: room for `additional` more bytes in the

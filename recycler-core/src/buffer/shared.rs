@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 use super::buf::Buf;
 use super::config::PoolConfig;
 use super::index::PoolLocal;
-use super::limit::Ledger;
+use super::ledger::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
 use super::wait_counts::WaitCounts;
 use crate::cache::Local;
@@ -47,7 +47,7 @@ pub(crate) struct PoolShared {
     /// The configuration of every bucket's recycler, kept to make them
     /// when first used.
     bucket_config: Config,
-    pub(crate) ledger: Arc<Ledger>,
+    pub(crate) ledger: Arc<Ledger<Box<Buf>>>,
     pub(crate) idle: Option<Arc<IdleAccount>>,
     /// The account the owner paths count idle buffers in, `None` without a
     /// cap: `max_idle_memory`'s (`idle`), or, under `max_idle_per_bucket`,

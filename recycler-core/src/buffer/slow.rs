@@ -201,7 +201,7 @@ impl PoolShared {
     }
 
     /// A buffer that a release handed to a waiter for bucket `idx` (see
-    /// [`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)),
+    /// [`WaitQueue::hand_over`](super::ledger::WaitQueue::hand_over)),
     /// reset and counted as a pooled acquire by the calling thread, the
     /// waiter's, in the bucket of its capacity: `idx`, the waiter's, unless
     /// the release could not shrink a larger buffer to it (see

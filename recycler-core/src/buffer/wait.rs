@@ -6,7 +6,7 @@
 //!
 //! # Grants, in order
 //!
-//! A free that finds the ledger's waiting bit set (see [`super::limit`])
+//! A free that finds the ledger's waiting bit set (see [`super::ledger`])
 //! serves the queue: while the first waiter not yet served fits under the
 //! limit, it reserves that waiter's bytes on the waiter's behalf, marks it
 //! granted and wakes it; the waiter then allocates its buffer on the bytes
@@ -17,7 +17,7 @@
 //!
 //! A release while anyone waits hands its buffer itself to the first waiter
 //! not yet granted, if that waiter wants a bucket's buffer no larger than
-//! it ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
+//! it ([`WaitQueue::hand_over`](super::ledger::WaitQueue::hand_over)): the
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
 //! buffer (a pooled acquire) instead of allocating one. A larger buffer is
 //! shrunk to the request first, and the bytes that frees serve the waiters
@@ -120,10 +120,10 @@ use std::time::{Duration, Instant};
 
 use super::buf::Buf;
 use super::guard::{OwnedPooledBuf, PooledBuf};
+use super::ledger::{Polled, Wake};
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
-use super::waiters::{Polled, Wake};
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::loom::Arc;

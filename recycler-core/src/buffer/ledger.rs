@@ -1,8 +1,41 @@
-//! The queue of a pool's waiters ([`WaitQueue`]), first come first served,
-//! kept in the pool's [`Ledger`]: who waits, for how many bytes, how to wake
-//! each, and what each was granted (bytes reserved for it, or a released
-//! buffer handed over whole). [`super::wait`] describes the grants, the
-//! hand-overs and why no wake-up is lost; the waits themselves live there.
+//! Memory under the limit and the queue of those who wait for it. The
+//! [`Ledger`]: every byte a buffer pool has allocated (in use and idle),
+//! under an optional hard `memory_limit`, like the JDK's
+//! `MaxDirectMemorySize`, and whether anyone waits for memory. Its
+//! [`WaitQueue`]: the pool's waiters, first come first served: who waits,
+//! for how many bytes, how to wake each, and what each was granted (bytes
+//! reserved for it, or a released buffer handed over whole).
+//! [`super::wait`] describes the grants, the hand-overs and why no wake-up
+//! is lost; the waits themselves live there, and what the pool does where
+//! the limit binds in [`super::limit`].
+//!
+//! Both are generic over the buffer a release hands a waiter (`B`, the
+//! pool's `Box<Buf>`): every buffer holds the ledger its bytes are on, so
+//! the ledger names no buffer type.
+//!
+//! The ledger is written only when memory is allocated or freed (a miss, a
+//! growth, an eviction, a trim) and when the queue of waiters gets its first
+//! waiter not yet granted or loses its last: never on a hit or an ordinary
+//! release. An ordinary release under
+//! a limit reads it once, for the waiting bit.
+//!
+//! # One word: the bytes and the waiting bit
+//!
+//! The bytes allocated and [`WAITING`] (someone waits for memory: the queue
+//! holds a waiter not yet granted) share one atomic word. A free is a
+//! `fetch_sub`, which returns the word as it was: if the bit was set, the
+//! freeing thread serves the queue. A waiter sets the bit with a read-modify-
+//! write of the same word before it looks for memory one last time. All of
+//! these are read-modify-writes of one location, which are totally ordered
+//! (its modification order) and each reads the value just before it, so a
+//! free either comes before the bit is set (and the waiter's last look, which
+//! reads the word after its own write, sees the freed bytes), or after (and
+//! it sees the bit and serves the queue). No free between "no memory" and
+//! "registered" is lost, with no fence and no ordering stronger than
+//! `Relaxed`; see [`super::wait`] for the rest of the argument, and
+//! `tests/tests/loom_buffer.rs` for the loom models.
+//!
+//! # The queue
 //!
 //! The ledger's waiting bit says that a waiter *not yet granted* is in the
 //! queue: set as one joins with none such ahead of it, cleared as the last
@@ -20,13 +53,158 @@
 //! its grant; its task is not woken by this free.
 
 use std::collections::VecDeque;
+use std::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
 use std::thread::Thread;
 
-use super::buf::Buf;
-use super::limit::Ledger;
-use crate::loom::{Mutex, MutexGuard};
+use crate::loom::{AtomicU64, Mutex, MutexGuard, Ordering::Relaxed, StatCounter};
+
+/// The bit of [`Ledger::state`] that says someone waits for memory.
+const WAITING: u64 = 1 << 63;
+/// The bits of [`Ledger::state`] that count bytes.
+const BYTES: u64 = WAITING - 1;
+
+/// The bytes a pool has allocated, its limit, and the threads and tasks that
+/// wait for memory; `B` is the buffer a release hands a waiter (see the
+/// module docs).
+pub(crate) struct Ledger<B> {
+    /// Bytes allocated (the low 63 bits) and [`WAITING`]: set while the
+    /// queue holds a waiter not yet granted, so that frees serve it and
+    /// releases hand over or free their buffers instead of keeping them in
+    /// their thread's cache, where the waiters could not reach them. Only
+    /// the queue, under its lock, sets and clears the bit. (Waiters granted
+    /// but not yet served do not keep it set: their memory is theirs, and
+    /// one that never comes back for it, a leaked future, must not keep
+    /// every release from pooling.)
+    state: AtomicU64,
+    /// `u64::MAX` for no limit.
+    limit: u64,
+    /// Those waiting for memory, first come first served.
+    pub(crate) waiters: WaitQueue<B>,
+    /// Bytes allocated now outside the limit: overdrafts (see
+    /// [`super::overdraft`]). Touched only when an overdraft is made or
+    /// freed.
+    overdraft: StatCounter,
+    /// Overdrafts made: acquires and growths served outside the limit.
+    pub(crate) overdrafts: StatCounter,
+    /// Overdrafts made by a pool with `hard_limit(true)`.
+    pub(crate) violations: StatCounter,
+}
+
+impl<B> Ledger<B> {
+    pub(crate) fn new(limit: Option<u64>) -> Self {
+        Self {
+            state: AtomicU64::new(0),
+            limit: limit.unwrap_or(u64::MAX),
+            waiters: WaitQueue::new(),
+            overdraft: StatCounter::new(0),
+            overdrafts: StatCounter::new(0),
+            violations: StatCounter::new(0),
+        }
+    }
+
+    /// Records `bytes` allocated outside the limit, an overdraft (`hard`:
+    /// by a pool with `hard_limit(true)`, a violation of it too).
+    pub(crate) fn overdraw(&self, bytes: u64, hard: bool) {
+        self.overdraft.fetch_add(bytes, Relaxed);
+        self.overdrafts.fetch_add(1, Relaxed);
+        if hard {
+            self.violations.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Records `bytes` of an overdraft freed.
+    pub(crate) fn repay(&self, bytes: u64) {
+        self.overdraft.fetch_sub(bytes, Relaxed);
+    }
+
+    /// Bytes allocated now outside the limit.
+    pub(crate) fn overdrawn(&self) -> u64 {
+        self.overdraft.load(Relaxed)
+    }
+
+    /// The limit, if any.
+    pub(crate) fn limit(&self) -> Option<u64> {
+        (self.limit != u64::MAX).then_some(self.limit)
+    }
+
+    /// Bytes allocated now.
+    pub(crate) fn allocated(&self) -> u64 {
+        self.state.load(Relaxed) & BYTES
+    }
+
+    /// Reserves `bytes`, if the limit allows; otherwise returns the bytes
+    /// allocated as seen.
+    pub(crate) fn reserve(&self, bytes: u64) -> Result<(), u64> {
+        if self.limit == u64::MAX {
+            // No limit, so nobody ever waits and the bit means nothing (the
+            // pool does not read it). The bytes of live buffers stay far
+            // below it; only a request too large for any allocation can
+            // carry into it, for the moment before its allocation fails and
+            // `free` takes the bytes back out (wrapping, exactly).
+            self.state.fetch_add(bytes, Relaxed);
+            return Ok(());
+        }
+        // Relaxed: the count bounds memory; it orders nothing else (see the
+        // module docs for why the waiting bit needs nothing stronger). The
+        // bit is kept as it is.
+        let most = self.limit.min(BYTES);
+        self.state
+            .fetch_update(Relaxed, Relaxed, |s| {
+                (s & BYTES)
+                    .checked_add(bytes)
+                    .filter(|&after| after <= most)
+                    .map(|after| after | (s & WAITING))
+            })
+            .map(|_| ())
+            .map_err(|s| s & BYTES)
+    }
+
+    /// Returns `bytes` that were freed, and serves the waiters, if any, in
+    /// their order: the free that makes room for the first one hands the
+    /// memory to it.
+    #[inline]
+    pub(crate) fn free(&self, bytes: u64) {
+        let before = self.state.fetch_sub(bytes, Relaxed);
+        debug_assert!(
+            self.limit == u64::MAX || before & BYTES >= bytes,
+            "freed more than allocated"
+        );
+        if before & WAITING != 0 {
+            self.waiters.serve(self);
+        }
+    }
+
+    /// Whether anyone waits for memory (only ever, with a limit): one
+    /// relaxed load.
+    #[inline(always)]
+    pub(crate) fn under_pressure(&self) -> bool {
+        self.state.load(Relaxed) & WAITING != 0
+    }
+
+    /// Sets or clears [`WAITING`]; only the queue calls this, under its
+    /// lock, as it gets its first waiter not yet granted or loses its last
+    /// (granted, or gone). A read-modify-write, so that the waiter that sets
+    /// it reads every free before it afterwards (see the module docs).
+    pub(crate) fn set_waiting(&self, waiting: bool) {
+        if waiting {
+            self.state.fetch_or(WAITING, Relaxed);
+        } else {
+            self.state.fetch_and(BYTES, Relaxed);
+        }
+    }
+}
+
+impl<B> fmt::Debug for Ledger<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ledger")
+            .field("allocated", &self.allocated())
+            .field("limit", &self.limit())
+            .field("waiting", &self.under_pressure())
+            .finish_non_exhaustive()
+    }
+}
 
 /// How to wake a waiter.
 pub(crate) enum Wake {
@@ -57,7 +235,7 @@ impl Wake {
 }
 
 /// One waiter in the queue.
-struct Entry {
+struct Entry<B> {
     /// Increasing in queue order, so that a waiter finds its entry by binary
     /// search.
     id: u64,
@@ -70,13 +248,13 @@ struct Entry {
     granted: bool,
     /// The buffer a release handed it, if its grant is one (its bytes are
     /// that buffer's, still allocated).
-    handed: Option<Box<Buf>>,
+    handed: Option<B>,
     /// How to wake it; taken when it is granted.
     wake: Option<Wake>,
 }
 
-struct Queue {
-    entries: VecDeque<Entry>,
+struct Queue<B> {
+    entries: VecDeque<Entry<B>>,
     next_id: u64,
     /// The bytes of the waiters not yet granted.
     wanted: u64,
@@ -85,7 +263,7 @@ struct Queue {
     ungranted: usize,
 }
 
-impl Queue {
+impl<B> Queue<B> {
     fn find(&self, id: u64) -> Option<usize> {
         self.entries.binary_search_by_key(&id, |e| e.id).ok()
     }
@@ -93,7 +271,7 @@ impl Queue {
     /// Marks entry `i`, not yet granted, granted (with the buffer `handed`
     /// to it, if any); clears the waiting bit if it was the last waiter not
     /// yet granted. Returns how to wake it.
-    fn grant(&mut self, i: usize, ledger: &Ledger, handed: Option<Box<Buf>>) -> Option<Wake> {
+    fn grant(&mut self, i: usize, ledger: &Ledger<B>, handed: Option<B>) -> Option<Wake> {
         let entry = &mut self.entries[i];
         debug_assert!(!entry.granted);
         entry.granted = true;
@@ -118,7 +296,7 @@ impl Queue {
     /// Takes entry `i` out, clearing the waiting bit if it was the last
     /// waiter not yet granted. The caller drops the entry (its waker) after
     /// unlocking.
-    fn remove(&mut self, i: usize, ledger: &Ledger) -> Option<Entry> {
+    fn remove(&mut self, i: usize, ledger: &Ledger<B>) -> Option<Entry<B>> {
         let entry = self.entries.remove(i);
         if let Some(e) = entry.as_ref().filter(|e| !e.granted) {
             self.wanted -= e.bytes;
@@ -137,22 +315,22 @@ impl Queue {
 /// No user code runs under its lock (wakers are cloned, woken and dropped
 /// outside it), and nothing frees memory under it, since a free may serve
 /// the queue.
-pub(crate) struct WaitQueue {
-    queue: Mutex<Queue>,
+pub(crate) struct WaitQueue<B> {
+    queue: Mutex<Queue<B>>,
 }
 
 /// What a waiter found when it looked.
-pub(crate) enum Polled {
+pub(crate) enum Polled<B> {
     /// Its bytes are reserved, or a buffer was handed to it: it has left the
     /// queue.
-    Granted(Option<Box<Buf>>),
+    Granted(Option<B>),
     /// Still waiting.
     Waiting,
     /// It is not in the queue (never: only a waiter takes itself out).
     Missing,
 }
 
-impl WaitQueue {
+impl<B> WaitQueue<B> {
     pub(crate) fn new() -> Self {
         Self {
             queue: Mutex::new(Queue {
@@ -164,7 +342,7 @@ impl WaitQueue {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queue> {
+    fn lock(&self) -> MutexGuard<'_, Queue<B>> {
         // Nothing panics while the lock is held; stay usable even so.
         self.queue
             .lock()
@@ -173,7 +351,7 @@ impl WaitQueue {
 
     /// [`join_for`](Self::join_for) a buffer (handable), for the tests.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn join(&self, ledger: &Ledger, bytes: u64, wake: Wake) -> (u64, u64) {
+    pub(crate) fn join(&self, ledger: &Ledger<B>, bytes: u64, wake: Wake) -> (u64, u64) {
         self.join_for(ledger, bytes, wake, true)
     }
 
@@ -186,7 +364,7 @@ impl WaitQueue {
     /// (see [`super::wait`]).
     pub(crate) fn join_for(
         &self,
-        ledger: &Ledger,
+        ledger: &Ledger<B>,
         bytes: u64,
         wake: Wake,
         handable: bool,
@@ -217,7 +395,7 @@ impl WaitQueue {
     /// that panics is caught: see the module docs).
     #[cold]
     #[inline(never)]
-    pub(crate) fn serve(&self, ledger: &Ledger) {
+    pub(crate) fn serve(&self, ledger: &Ledger<B>) {
         loop {
             let wake = {
                 let mut q = self.lock();
@@ -253,12 +431,7 @@ impl WaitQueue {
     /// and with several sizes a larger buffer serves a smaller request
     /// rather than be freed while that request allocates.
     /// A waker that panics is caught, as in [`serve`](Self::serve).
-    pub(crate) fn hand_over(
-        &self,
-        ledger: &Ledger,
-        bytes: u64,
-        buf: Box<Buf>,
-    ) -> Result<(), Box<Buf>> {
+    pub(crate) fn hand_over(&self, ledger: &Ledger<B>, bytes: u64, buf: B) -> Result<(), B> {
         let wake = {
             let mut q = self.lock();
             let Some(i) = q.first_ungranted() else {
@@ -307,7 +480,7 @@ impl WaitQueue {
 
     /// Looks whether waiter `id` was granted (then it leaves the queue);
     /// else keeps `waker` as how to wake it (`None`: the thread that joined).
-    pub(crate) fn poll(&self, ledger: &Ledger, id: u64, waker: Option<&Waker>) -> Polled {
+    pub(crate) fn poll(&self, ledger: &Ledger<B>, id: u64, waker: Option<&Waker>) -> Polled<B> {
         let mut fresh: Option<Wake> = None;
         loop {
             let mut q = self.lock();
@@ -342,7 +515,7 @@ impl WaitQueue {
     /// which the caller takes or gives up: the bytes reserved for it, and
     /// the buffer handed to it if the grant is one. Else, if it was the
     /// first waiter not yet granted, serves the queue for the next.
-    pub(crate) fn leave(&self, ledger: &Ledger, id: u64) -> Option<(u64, Option<Box<Buf>>)> {
+    pub(crate) fn leave(&self, ledger: &Ledger<B>, id: u64) -> Option<(u64, Option<B>)> {
         let mut q = self.lock();
         let i = q.find(id)?;
         let first = q.entries.iter().take(i).all(|e| e.granted);
@@ -366,183 +539,4 @@ impl WaitQueue {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-
-    /// Counts its wake-ups.
-    #[derive(Default)]
-    struct Count(AtomicUsize);
-
-    impl std::task::Wake for Count {
-        fn wake(self: std::sync::Arc<Self>) {
-            self.wake_by_ref();
-        }
-
-        fn wake_by_ref(self: &std::sync::Arc<Self>) {
-            self.0.fetch_add(1, SeqCst);
-        }
-    }
-
-    fn waker() -> (std::sync::Arc<Count>, Waker) {
-        let count = std::sync::Arc::new(Count::default());
-        (std::sync::Arc::clone(&count), Waker::from(count))
-    }
-
-    #[test]
-    fn grants_in_order_and_only_what_fits() {
-        let ledger = Ledger::new(Some(100));
-        ledger.reserve(100).unwrap();
-        let q = &ledger.waiters;
-        let (a, wa) = waker();
-        let (b, wb) = waker();
-        let (c, wc) = waker();
-        assert_eq!(q.join(&ledger, 60, Wake::Task(wa)), (0, 60));
-        assert_eq!(q.join(&ledger, 30, Wake::Task(wb)), (1, 90));
-        assert_eq!(q.join(&ledger, 10, Wake::Task(wc)), (2, 100));
-        assert!(ledger.under_pressure());
-        ledger.free(50); // 50 free: the first (60) does not fit, and holds up the rest
-        assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 0));
-        ledger.free(10); // 60 free: the first fits, then nothing is left
-        assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (1, 0));
-        assert_eq!(ledger.allocated(), 100, "the grant is reserved");
-        ledger.free(40); // 40: the second (30) and the third (10)
-        assert_eq!((b.0.load(SeqCst), c.0.load(SeqCst)), (1, 1));
-        assert_eq!(ledger.allocated(), 100);
-        assert!(
-            !ledger.under_pressure(),
-            "all granted: two in the queue, none to serve"
-        );
-        assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
-        assert!(
-            matches!(q.leave(&ledger, 0), Some((60, None))),
-            "granted, not yet taken"
-        );
-        assert!(matches!(q.leave(&ledger, 2), Some((10, None))));
-        assert_eq!(q.len(), 0);
-        assert!(!ledger.under_pressure());
-        assert!(matches!(q.poll(&ledger, 2, None), Polled::Missing));
-    }
-
-    /// The bit says "a waiter not yet granted": a granted waiter that never
-    /// comes back for its grant (a leaked future) does not keep it set; a
-    /// new waiter behind it sets it again, and its leaving clears it.
-    #[test]
-    fn the_bit_follows_the_waiters_not_yet_granted() {
-        let ledger = Ledger::new(Some(100));
-        ledger.reserve(100).unwrap();
-        let q = &ledger.waiters;
-        let (_, wa) = waker();
-        let (_, wb) = waker();
-        let (c, wc) = waker();
-        q.join(&ledger, 60, Wake::Task(wa)); // never polled again: a ghost
-        assert!(ledger.under_pressure());
-        ledger.free(60);
-        assert!(!ledger.under_pressure(), "granted: nobody left to serve");
-        assert_eq!(q.len(), 1, "the ghost keeps its grant, and no more");
-        assert_eq!(q.join(&ledger, 50, Wake::Task(wb)), (1, 50));
-        assert!(ledger.under_pressure(), "joined with none ungranted ahead");
-        assert!(q.leave(&ledger, 1).is_none());
-        assert!(!ledger.under_pressure(), "the last ungranted one left");
-        q.join(&ledger, 40, Wake::Task(wc));
-        assert!(ledger.under_pressure());
-        ledger.free(40);
-        assert_eq!(c.0.load(SeqCst), 1);
-        assert!(!ledger.under_pressure());
-        assert_eq!(
-            ledger.allocated(),
-            100,
-            "60 for the ghost, 40 for the third"
-        );
-    }
-
-    /// Panics when woken.
-    struct Panicky;
-
-    impl std::task::Wake for Panicky {
-        fn wake(self: std::sync::Arc<Self>) {
-            panic!("waker failure (test)");
-        }
-    }
-
-    /// A waker that panics is caught where it is woken: the free that woke
-    /// it returns normally, the waiters behind are served all the same, and
-    /// the waiter keeps its grant.
-    #[test]
-    fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
-        let ledger = Ledger::new(Some(100));
-        ledger.reserve(100).unwrap();
-        let q = &ledger.waiters;
-        let (b, wb) = waker();
-        q.join(
-            &ledger,
-            30,
-            Wake::Task(Waker::from(std::sync::Arc::new(Panicky))),
-        );
-        q.join(&ledger, 30, Wake::Task(wb));
-        ledger.free(60); // grants both; the first waker panics
-        assert_eq!(b.0.load(SeqCst), 1, "the second is served all the same");
-        assert!(!ledger.under_pressure());
-        assert!(matches!(q.poll(&ledger, 0, None), Polled::Granted(None)));
-        assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
-        assert_eq!(ledger.allocated(), 100);
-    }
-
-    /// What a release weighs: the first waiter not yet granted, and the
-    /// next one behind it (a wait for a growth is not handable).
-    #[test]
-    fn the_first_and_the_next_not_yet_granted() {
-        let ledger = Ledger::new(Some(100));
-        ledger.reserve(100).unwrap();
-        let q = &ledger.waiters;
-        let (_, wa) = waker();
-        let (_, wb) = waker();
-        let (_, wc) = waker();
-        assert_eq!((q.first(), q.first_handable()), (None, None));
-        q.join(&ledger, 60, Wake::Task(wa));
-        q.join(&ledger, 30, Wake::Task(wb));
-        q.join_for(&ledger, 10, Wake::Task(wc), false);
-        assert_eq!(q.first(), Some((0, 60)));
-        assert_eq!(q.first_handable(), Some((60, 30)));
-        ledger.free(60); // grants the first
-        assert_eq!(q.first(), Some((1, 30)));
-        assert_eq!(q.first_handable(), Some((30, 10)));
-        ledger.free(30); // and the second
-        assert_eq!(q.first(), Some((2, 10)));
-        assert_eq!(q.first_handable(), None, "a growth's wait");
-    }
-
-    #[test]
-    fn the_first_leaving_serves_the_next() {
-        let ledger = Ledger::new(Some(100));
-        ledger.reserve(90).unwrap();
-        let q = &ledger.waiters;
-        let (_, wa) = waker();
-        let (b, wb) = waker();
-        q.join(&ledger, 50, Wake::Task(wa));
-        q.join(&ledger, 10, Wake::Task(wb));
-        q.serve(&ledger);
-        assert_eq!(b.0.load(SeqCst), 0, "behind the first, which does not fit");
-        assert!(q.leave(&ledger, 0).is_none());
-        assert_eq!(b.0.load(SeqCst), 1, "served when the first left");
-        assert_eq!(ledger.allocated(), 100);
-    }
-
-    #[test]
-    fn a_new_waker_replaces_the_old_outside_the_lock() {
-        let ledger = Ledger::new(Some(10));
-        ledger.reserve(10).unwrap();
-        let q = &ledger.waiters;
-        let (a, wa) = waker();
-        let (b, wb) = waker();
-        q.join(&ledger, 10, Wake::Task(wa.clone()));
-        assert!(matches!(q.poll(&ledger, 0, Some(&wa)), Polled::Waiting));
-        assert!(matches!(q.poll(&ledger, 0, Some(&wb)), Polled::Waiting));
-        ledger.free(10);
-        assert_eq!(
-            (a.0.load(SeqCst), b.0.load(SeqCst)),
-            (0, 1),
-            "the latest waker"
-        );
-    }
-}
+mod tests;
