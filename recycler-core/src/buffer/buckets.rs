@@ -102,7 +102,7 @@ impl PoolShared {
         Ok(target)
     }
 
-    /// Grows `buf` to `target` bytes, reserved on the ledger; past the
+    /// Grows `buf` to `target` bytes, charged to the ledger; past the
     /// limit, as an overdraft if `overdraft`.
     fn grow_exact(
         &self,
@@ -111,8 +111,8 @@ impl PoolShared {
         overdraft: bool,
     ) -> Result<(), AcquireError> {
         let extra = target - buf.capacity();
-        match self.reserve(extra) {
-            Ok(()) => self.grow_reserved(buf, target),
+        match self.charge_with_reclaim(extra) {
+            Ok(()) => self.grow_charged(buf, target),
             Err(AcquireError::LimitExceeded { .. }) if overdraft => {
                 self.grow_overdraft(buf, target)
             }
@@ -120,9 +120,9 @@ impl PoolShared {
         }
     }
 
-    /// Grows `buf` to `target` bytes, whose growth the caller reserved on
-    /// the ledger; frees the reservation if the allocator fails.
-    pub(crate) fn grow_reserved(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+    /// Grows `buf` to `target` bytes, whose growth the caller charged to
+    /// the ledger; frees the charge if the allocator fails.
+    pub(crate) fn grow_charged(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
         let extra = target - buf.capacity();
         match buf.raw_mut().try_grow(target) {
             Ok(()) => {

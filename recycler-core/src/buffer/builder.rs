@@ -389,7 +389,7 @@ impl BufferPoolBuilder {
     /// the `memory_limit` binds (a new buffer would not fit under it, or
     /// someone waits), where an acquire whose bucket has nothing idle takes
     /// the smallest larger idle buffer of the thread's caches, and a
-    /// waiter is handed one, kept at its capacity, rather than evict it
+    /// waiter is granted one, kept at its capacity, rather than evict it
     /// to allocate, wait or overdraw. Off, every acquire gets a buffer of
     /// its own bucket, grown buffers serve only requests of their new
     /// size, and a larger buffer released to a waiter is always shrunk to

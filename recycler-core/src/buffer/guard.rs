@@ -1,4 +1,4 @@
-//! The buffers a pool hands out: [`PooledBuf`] borrows its pool,
+//! The buffers a pool lends: [`PooledBuf`] borrows its pool,
 //! [`OwnedPooledBuf`] holds it in an `Arc`. Both return their buffer to the
 //! pool when dropped, and share one Vec-like API, written once in
 //! [`vec_like`]; growth and its limit checks are here.

@@ -1,8 +1,8 @@
 //! Serving a request from a larger idle buffer where the memory limit
 //! binds: an acquire that would otherwise evict, wait or overdraft takes
 //! the smallest larger idle buffer the calling thread keeps
-//! ([`PoolShared::take_larger`]), and a waiter is handed one before idle
-//! memory is freed for it ([`PoolShared::hand_idle_to_waiters`]).
+//! ([`PoolShared::take_larger`]), and a waiter is granted one before idle
+//! memory is freed for it ([`PoolShared::grant_idle_to_waiters`]).
 //!
 //! The buffer keeps its capacity: it counts as an acquire and a hit of its
 //! own bucket and returns there, so the books need nothing new. Shrinking
@@ -20,11 +20,11 @@
 //! on larger buffers holds no more memory, and reuses them.
 //!
 //! First come, first served is kept: a larger idle buffer goes only to the
-//! first waiter not yet granted ([`WaitQueue::hand_over`] checks it under
+//! first waiter not yet granted ([`WaitQueue::grant_buffer`] checks it under
 //! the queue's lock); a later waiter gets one only once every waiter ahead
 //! of it is granted.
 //!
-//! [`WaitQueue::hand_over`]: super::ledger::WaitQueue::hand_over
+//! [`WaitQueue::grant_buffer`]: super::ledger::WaitQueue::grant_buffer
 
 use super::buf::Buf;
 use super::shared::PoolShared;
@@ -56,7 +56,7 @@ impl PoolShared {
             .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b as u32)))
     }
 
-    /// Hands the calling thread's own idle buffers to the waiters, first
+    /// Grants the calling thread's own idle buffers to the waiters, first
     /// come first served, while the first waiter not yet granted wants a
     /// buffer that one of them covers: of its own bucket first, else (with
     /// `serve_larger`, the default) the smallest larger one, kept at its
@@ -69,10 +69,10 @@ impl PoolShared {
     /// take it is freed, counted as evicted, as the eviction would have.
     ///
     /// Every caller then runs [`reclaim_for_waiters`](Self::reclaim_for_waiters)
-    /// (or is its loop), which serves the waiter behind one handed a
+    /// (or is its loop), which serves the waiter behind one granted a
     /// buffer if it fits in the memory free now.
-    pub(crate) fn hand_idle_to_waiters(&self) {
-        while let Some((want, _)) = self.ledger.waiters.first_handable() {
+    pub(crate) fn grant_idle_to_waiters(&self) {
+        while let Some((want, _)) = self.ledger.waiters.first_for_buffer() {
             let Some(idx) = usize::try_from(want)
                 .ok()
                 .and_then(|w| self.bucket_of_capacity(w))
@@ -91,7 +91,7 @@ impl PoolShared {
                 return;
             };
             let bytes = buf.capacity() as u64;
-            if let Err(buf) = self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+            if let Err(buf) = self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
                 // Someone else is first now: freed, as an eviction.
                 let inner = self.bucket(b);
                 // SAFETY: the pool, which owns the cache, outlives this call.

@@ -4,12 +4,12 @@
 //! `MaxDirectMemorySize`, and whether anyone waits for memory. Its
 //! [`WaitQueue`]: the pool's waiters, first come first served: who waits,
 //! for how many bytes, how to wake each, and what each was granted (bytes
-//! reserved for it, or a released buffer handed over whole).
-//! [`super::wait`] describes the grants, the hand-overs and why no wake-up
+//! charged for it, or a released buffer granted whole). [`super::wait`]
+//! describes the grants and why no wake-up
 //! is lost; the waits themselves live there, and what the pool does where
 //! the limit binds in [`super::limit`].
 //!
-//! Both are generic over the buffer a release hands a waiter (`B`, the
+//! Both are generic over the buffer a release grants a waiter (`B`, the
 //! pool's `Box<Buf>`): every buffer holds the ledger its bytes are on, so
 //! the ledger names no buffer type.
 //!
@@ -66,12 +66,12 @@ const WAITING: u64 = 1 << 63;
 const BYTES: u64 = WAITING - 1;
 
 /// The bytes a pool has allocated, its limit, and the threads and tasks that
-/// wait for memory; `B` is the buffer a release hands a waiter (see the
+/// wait for memory; `B` is the buffer a release grants a waiter (see the
 /// module docs).
 pub(crate) struct Ledger<B> {
     /// Bytes allocated (the low 63 bits) and [`WAITING`]: set while the
     /// queue holds a waiter not yet granted, so that frees serve it and
-    /// releases hand over or free their buffers instead of keeping them in
+    /// releases grant or free their buffers instead of keeping them in
     /// their thread's cache, where the waiters could not reach them. Only
     /// the queue, under its lock, sets and clears the bit. (Waiters granted
     /// but not yet served do not keep it set: their memory is theirs, and
@@ -134,9 +134,9 @@ impl<B> Ledger<B> {
         self.state.load(Relaxed) & BYTES
     }
 
-    /// Reserves `bytes`, if the limit allows; otherwise returns the bytes
+    /// Charges `bytes`, if the limit allows; otherwise returns the bytes
     /// allocated as seen.
-    pub(crate) fn reserve(&self, bytes: u64) -> Result<(), u64> {
+    pub(crate) fn charge(&self, bytes: u64) -> Result<(), u64> {
         if self.limit == u64::MAX {
             // No limit, so nobody ever waits and the bit means nothing (the
             // pool does not read it). The bytes of live buffers stay far
@@ -162,7 +162,7 @@ impl<B> Ledger<B> {
     }
 
     /// Returns `bytes` that were freed, and serves the waiters, if any, in
-    /// their order: the free that makes room for the first one hands the
+    /// their order: the free that makes room for the first one grants the
     /// memory to it.
     #[inline]
     pub(crate) fn free(&self, bytes: u64) {
@@ -243,12 +243,12 @@ struct Entry<B> {
     bytes: u64,
     /// Whether a released buffer may be its grant: a wait for a buffer, not
     /// for a growth (`reserve_async`), whose grant must be bytes.
-    handable: bool,
-    /// Its bytes are reserved for it: it takes them when it next looks.
+    takes_buffer: bool,
+    /// Its bytes are charged for it: it takes them when it next looks.
     granted: bool,
-    /// The buffer a release handed it, if its grant is one (its bytes are
+    /// The buffer a release granted it, if its grant is one (its bytes are
     /// that buffer's, still allocated).
-    handed: Option<B>,
+    buffer: Option<B>,
     /// How to wake it; taken when it is granted.
     wake: Option<Wake>,
 }
@@ -268,14 +268,14 @@ impl<B> Queue<B> {
         self.entries.binary_search_by_key(&id, |e| e.id).ok()
     }
 
-    /// Marks entry `i`, not yet granted, granted (with the buffer `handed`
+    /// Marks entry `i`, not yet granted, granted (with the `buffer`
     /// to it, if any); clears the waiting bit if it was the last waiter not
     /// yet granted. Returns how to wake it.
-    fn grant(&mut self, i: usize, ledger: &Ledger<B>, handed: Option<B>) -> Option<Wake> {
+    fn grant(&mut self, i: usize, ledger: &Ledger<B>, buffer: Option<B>) -> Option<Wake> {
         let entry = &mut self.entries[i];
         debug_assert!(!entry.granted);
         entry.granted = true;
-        entry.handed = handed;
+        entry.buffer = buffer;
         let (bytes, wake) = (entry.bytes, entry.wake.take());
         self.wanted -= bytes;
         self.ungranted -= 1;
@@ -321,7 +321,7 @@ pub(crate) struct WaitQueue<B> {
 
 /// What a waiter found when it looked.
 pub(crate) enum Polled<B> {
-    /// Its bytes are reserved, or a buffer was handed to it: it has left the
+    /// Its bytes are charged for it, or a buffer was granted to it: it has left the
     /// queue.
     Granted(Option<B>),
     /// Still waiting.
@@ -349,14 +349,14 @@ impl<B> WaitQueue<B> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// [`join_for`](Self::join_for) a buffer (handable), for the tests.
+    /// [`join_for`](Self::join_for) a buffer (takes_buffer), for the tests.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn join(&self, ledger: &Ledger<B>, bytes: u64, wake: Wake) -> (u64, u64) {
         self.join_for(ledger, bytes, wake, true)
     }
 
     /// Joins the queue, at its end, for `bytes`, woken by `wake`, as a wait
-    /// that a released buffer may serve (`handable`: one for a buffer a
+    /// that a released buffer may serve (`takes_buffer`: one for a buffer a
     /// bucket serves) or not (a growth, an exact-size buffer); sets the
     /// ledger's waiting bit if no waiter in it was still to be granted.
     /// Returns the waiter's id and the bytes the waiters not yet granted
@@ -367,7 +367,7 @@ impl<B> WaitQueue<B> {
         ledger: &Ledger<B>,
         bytes: u64,
         wake: Wake,
-        handable: bool,
+        takes_buffer: bool,
     ) -> (u64, u64) {
         let mut q = self.lock();
         let id = q.next_id;
@@ -379,9 +379,9 @@ impl<B> WaitQueue<B> {
         q.entries.push_back(Entry {
             id,
             bytes,
-            handable,
+            takes_buffer,
             granted: false,
-            handed: None,
+            buffer: None,
             wake: Some(wake),
         });
         // At most the limit each, and a waiter per thread or task: no
@@ -402,7 +402,7 @@ impl<B> WaitQueue<B> {
                 let Some(i) = q.first_ungranted() else {
                     return;
                 };
-                if ledger.reserve(q.entries[i].bytes).is_err() {
+                if ledger.charge(q.entries[i].bytes).is_err() {
                     return;
                 }
                 q.grant(i, ledger, None)
@@ -414,15 +414,16 @@ impl<B> WaitQueue<B> {
         }
     }
 
-    /// Hands `buf`, just released, to the first waiter not yet granted if
-    /// it waits for a buffer (it joined `handable`: a request a bucket
+    /// Grants `buf`, just released, to the first waiter not yet granted if
+    /// it waits for a buffer (it joined `takes_buffer`: a request a bucket
     /// serves) of at most `bytes`, the buffer's capacity, and wakes it: the
     /// buffer's memory, still allocated, is its grant, even when it is more
     /// than the waiter asked for (the release shrinks a larger buffer to
     /// the request first, `PoolShared::release_to_waiters`, if the
     /// allocator can, unless it keeps it whole for the waiter behind; an
-    /// idle buffer handed over is never shrunk: `super::larger`). Hands `buf` back otherwise, to be
-    /// freed (which serves the queue). Only the first waiter is looked at:
+    /// idle buffer granted is never shrunk: `super::larger`). Gives `buf`
+    /// back otherwise, to be freed (which serves the queue). Only the first
+    /// waiter is looked at:
     /// first come, first served, as with the grants of bytes.
     ///
     /// The waiter then reuses the buffer instead of allocating one on
@@ -431,14 +432,14 @@ impl<B> WaitQueue<B> {
     /// and with several sizes a larger buffer serves a smaller request
     /// rather than be freed while that request allocates.
     /// A waker that panics is caught, as in [`serve`](Self::serve).
-    pub(crate) fn hand_over(&self, ledger: &Ledger<B>, bytes: u64, buf: B) -> Result<(), B> {
+    pub(crate) fn grant_buffer(&self, ledger: &Ledger<B>, bytes: u64, buf: B) -> Result<(), B> {
         let wake = {
             let mut q = self.lock();
             let Some(i) = q.first_ungranted() else {
                 return Err(buf);
             };
             let want = q.entries[i].bytes;
-            if want > bytes || !q.entries[i].handable {
+            if want > bytes || !q.entries[i].takes_buffer {
                 return Err(buf);
             }
             q.grant(i, ledger, Some(buf))
@@ -451,15 +452,15 @@ impl<B> WaitQueue<B> {
     }
 
     /// The bytes the first waiter not yet granted wants, if a released
-    /// buffer may serve it (see [`hand_over`](Self::hand_over)), and the
+    /// buffer may serve it (see [`grant_buffer`](Self::grant_buffer)), and the
     /// bytes the next waiter not yet granted behind it wants (0: none), for
     /// a release to weigh whether the part of a larger buffer beyond the
     /// first request would serve that one.
-    pub(crate) fn first_handable(&self) -> Option<(u64, u64)> {
+    pub(crate) fn first_for_buffer(&self) -> Option<(u64, u64)> {
         let q = self.lock();
         let i = q.first_ungranted()?;
         let entry = &q.entries[i];
-        if !entry.handable {
+        if !entry.takes_buffer {
             return None;
         }
         let next = q
@@ -490,7 +491,7 @@ impl<B> WaitQueue<B> {
             if q.entries[i].granted {
                 let entry = q.remove(i, ledger);
                 drop(q);
-                return Polled::Granted(entry.and_then(|mut e| e.handed.take()));
+                return Polled::Granted(entry.and_then(|mut e| e.buffer.take()));
             }
             let Some(waker) = waker else {
                 return Polled::Waiting;
@@ -512,8 +513,8 @@ impl<B> WaitQueue<B> {
     }
 
     /// Takes waiter `id` out of the queue. Returns its grant if it had one,
-    /// which the caller takes or gives up: the bytes reserved for it, and
-    /// the buffer handed to it if the grant is one. Else, if it was the
+    /// which the caller takes or gives up: the bytes charged for it, and
+    /// the buffer granted to it if the grant is one. Else, if it was the
     /// first waiter not yet granted, serves the queue for the next.
     pub(crate) fn leave(&self, ledger: &Ledger<B>, id: u64) -> Option<(u64, Option<B>)> {
         let mut q = self.lock();
@@ -522,7 +523,7 @@ impl<B> WaitQueue<B> {
         let mut entry = q.remove(i, ledger)?;
         drop(q);
         if entry.granted {
-            return Some((entry.bytes, entry.handed.take()));
+            return Some((entry.bytes, entry.buffer.take()));
         }
         drop(entry);
         if first {

@@ -1,4 +1,4 @@
-//! Reserving with reclaim at the memory limit, and freeing idle buffers
+//! Charging with reclaim at the memory limit, and freeing idle buffers
 //! for the waiters: what the pool does when its [`Ledger`](super::ledger::Ledger)
 //! has no room.
 
@@ -7,14 +7,14 @@ use crate::error::AcquireError;
 use crate::idle;
 
 impl PoolShared {
-    /// Reserves `bytes` on the ledger; at the limit, frees idle buffers
+    /// Charges `bytes` to the ledger; at the limit, frees idle buffers
     /// ([`free_idle`](Self::free_idle)) and retries, a few times.
-    pub(crate) fn reserve(&self, bytes: usize) -> Result<(), AcquireError> {
+    pub(crate) fn charge_with_reclaim(&self, bytes: usize) -> Result<(), AcquireError> {
         const RECLAIMS: u32 = 3;
         let want = bytes as u64;
         let mut reclaims = 0;
         loop {
-            let Err(allocated) = self.ledger.reserve(want) else {
+            let Err(allocated) = self.ledger.charge(want) else {
                 return Ok(());
             };
             let limit = self.ledger.limit().unwrap_or(u64::MAX);
@@ -31,7 +31,7 @@ impl PoolShared {
                 // What this thread released for other threads' caches is
                 // idle, but out of the walk's reach until it is sent home.
                 // (A walk over the thread's registrations per bucket, once
-                // per failed reservation.)
+                // per failed charge.)
                 for recycler in self.buckets.iter().filter_map(Bucket::made) {
                     recycler.inner().flush_own_pending();
                 }
@@ -44,19 +44,19 @@ impl PoolShared {
         }
     }
 
-    /// A release while anyone waits, after handing over or freeing its own
+    /// A release while anyone waits, after granting or freeing its own
     /// buffer, and a wait as it joins the queue: frees idle buffers for the
     /// waiters ([`free_idle`](Self::free_idle): wherever they idle, other
     /// threads' caches included), one waiter at a time, in their order:
     /// as much as the first waiter not yet granted lacks; once that grants
-    /// it, the calling thread's idle buffers are handed to the waiters now
-    /// first ([`hand_idle_to_waiters`](Self::hand_idle_to_waiters)), and
+    /// it, the calling thread's idle buffers are granted to the waiters now
+    /// first ([`grant_idle_to_waiters`](Self::grant_idle_to_waiters)), and
     /// then the next one's lack is freed, and so on. Stops at a waiter
     /// that the idle memory it reaches cannot serve.
     ///
     /// Freeing for all the waiters at once (their bytes summed), as it
     /// did, freed idle buffers that the waiters behind the first could have
-    /// been handed once the first was served, and that the next acquires
+    /// been granted once the first was served, and that the next acquires
     /// then allocated again.
     #[cold]
     #[inline(never)]
@@ -84,7 +84,7 @@ impl PoolShared {
                 // waiter ahead came back): nothing more to do here.
                 return;
             }
-            self.hand_idle_to_waiters();
+            self.grant_idle_to_waiters();
         }
     }
 

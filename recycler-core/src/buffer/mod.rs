@@ -22,7 +22,7 @@
 //!   threads together; counted the same way, in an account per bucket; a
 //!   release over it frees its buffer.
 //! - **Memory limit** ([`memory_limit`](BufferPoolBuilder::memory_limit)).
-//!   A cap on all buffer memory: reserve, else free idle buffers and
+//!   A cap on all buffer memory: charge it, else free idle buffers and
 //!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
 //!   [`BufferPool::acquire_async`] (a task), [`PooledBuf::reserve_async`]
 //!   (a growth) and [`BufferPool::acquire_timeout`] (a thread) wait for

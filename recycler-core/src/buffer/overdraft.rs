@@ -2,7 +2,7 @@
 //! that grow a buffer) do when the `memory_limit` has no room, even after
 //! freeing the idle buffers the thread can reach. Rather than panic (as
 //! they did, poisoning the locks of the code that held the buffer), they
-//! allocate outside the limit, as Jetty hands out a buffer it does not pool
+//! allocate outside the limit, as Jetty gives out a buffer it does not pool
 //! past its `maxMemory`, and as `Vec` and `BytesMut` always grow.
 //!
 //! An overdraft is never on the ledger and never pooled:
@@ -17,7 +17,7 @@
 //!   of its bytes the ledger holds (`Buf::charged`), and its drop credits
 //!   exactly those. A grown buffer's release takes the slow path (its
 //!   origin is marked `GROWN`), which frees one with an overdraft rather
-//!   than pool it or hand it to a waiter.
+//!   than pool it or grant it to a waiter.
 //!
 //! So the limit bounds the pooled memory and every buffer's charged part
 //! exactly; the overdrafts come on top, counted

@@ -23,7 +23,7 @@ impl PoolShared {
     }
 
     /// [`pop_fast`](Self::pop_fast), counting the hit only if `count` (a
-    /// buffer a release hands to a waiter, whose take counts the hit).
+    /// buffer granted to a waiter, whose take counts the hit).
     #[inline(always)]
     pub(crate) fn pop_own(&self, idx: usize, count: bool) -> Option<(Box<Buf>, Home<Buf>)> {
         if idx >= self.buckets.len() {
@@ -109,8 +109,8 @@ impl PoolShared {
     ///
     /// `mine`'s capacity is at least 1: with 0, every buffer is homed at
     /// the bucket's discard cache, which no thread owns, so the ownership
-    /// compare fails (fresh ones by `Shared::made`, handed ones by
-    /// `take_handed`; a grown buffer is never adopted but freed, by
+    /// compare fails (fresh ones by `Shared::made`, granted ones by
+    /// `take_granted`; a grown buffer is never adopted but freed, by
     /// `release_slow`).
     #[inline(always)]
     fn push_fast(&self, idx: usize, mine: Mine<'_, Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {

@@ -1,7 +1,7 @@
 //! [`BufferPool`]: the public handle of a pool of byte buffers in buckets by
 //! capacity, each bucket a [`Recycler`](crate::Recycler) of buffers, under
 //! one idle-memory account and one memory ledger. It holds the shared state
-//! ([`PoolShared`]) and hands each call to the path that serves it: the owner
+//! ([`PoolShared`]) and passes each call to the path that serves it: the owner
 //! paths ([`super::owner`]), the slow paths ([`super::slow`]), eviction
 //! ([`super::evict`]), the limit ([`super::limit`]), waiting for memory
 //! ([`super::wait`], through the methods in [`waiting`]) and prefill
@@ -24,7 +24,7 @@ use crate::loom::{Arc, Weak};
 ///
 /// [`acquire`](Self::acquire) rounds the size up to its bucket (`bucket_step`
 /// apart, up to `max_capacity`; 16 buckets of 4 KiB steps by default) and
-/// hands out a [`PooledBuf`] with `len() == 0`; dropping it returns the
+/// lends a [`PooledBuf`] with `len() == 0`; dropping it returns the
 /// buffer to its bucket. Each bucket is a [`Recycler`](crate::Recycler): a
 /// cache per thread, an inbox for buffers released on other threads, a
 /// shared depot. On the thread that acquired it, acquiring and releasing a

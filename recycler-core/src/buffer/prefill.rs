@@ -3,7 +3,7 @@
 //! within the memory limit and the idle-memory cap.
 //!
 //! The core's `prefill` calls a recycler's factory; a pool allocates its
-//! buffers itself, on its ledger, so it has its own: reserve on the ledger
+//! buffers itself, on its ledger, so it has its own: charge the ledger
 //! (never past the limit, never reclaiming), count the bytes idle in the
 //! calling thread's delta (never past the cap as that thread sees it, the
 //! check a release makes, but never evicting), allocate, and store a batch
@@ -83,14 +83,14 @@ impl PoolShared {
         }
     }
 
-    /// One buffer of `bytes` for the depot of bucket `idx`, reserved on the
+    /// One buffer of `bytes` for the depot of bucket `idx`, charged to the
     /// ledger and counted idle; or why not.
     fn prefill_one(&self, idx: usize, bytes: usize) -> Result<Box<super::buf::Buf>, Stop> {
         // The memory that waiters wait for is theirs.
         if self.under_pressure() {
             return Err(Stop::Full);
         }
-        if let Err(allocated) = self.ledger.reserve(bytes as u64) {
+        if let Err(allocated) = self.ledger.charge(bytes as u64) {
             return Err(Stop::Failed(AcquireError::LimitExceeded {
                 requested: bytes,
                 needed: bytes,
@@ -102,7 +102,7 @@ impl PoolShared {
             self.ledger.free(bytes as u64);
             return Err(Stop::Full);
         };
-        self.allocate_reserved(bytes).map_err(|err| {
+        self.allocate_charged(bytes).map_err(|err| {
             match counted {
                 Counted::No => {}
                 Counted::In(acct, cell) => acct.sub(cell, bytes as u64),

@@ -1,18 +1,18 @@
-//! [`Reserve`]: the future of `reserve_async`, a buffer's growth that waits
+//! [`WaitToGrow`]: the future of `reserve_async`, a buffer's growth that waits
 //! at the `memory_limit` as `acquire_async` does, in the same queue.
 //!
 //! It tries first (while nobody waits), as `try_reserve` does; at the
 //! limit it joins the pool's queue of waiters for the bytes the growth adds
 //! (the growth's target capacity, worked out as `reserve` works it out,
 //! less the capacity now), frees the idle buffers it can reach, serves the
-//! queue, and waits. A free that makes room for it reserves the bytes on
-//! its behalf and wakes it ([`super::wait`] has the grants, the order and
+//! queue, and waits. A free that makes room for it charges the bytes to
+//! the ledger for it and wakes it ([`super::wait`] has the grants, the order and
 //! why no wake-up is lost: all of it holds here, since this is one more
-//! waiter). Its poll then grows the buffer on the reserved bytes: never an
-//! overdraft. A released buffer is never handed to it (its grant must be
+//! waiter). Its poll then grows the buffer on the bytes charged: never an
+//! overdraft. A released buffer is never granted to it (its grant must be
 //! bytes, not a buffer): it joins as a waiter that cannot take one.
 //!
-//! Cancel safe: dropped while it waits, it leaves the queue having reserved
+//! Cancel safe: dropped while it waits, it leaves the queue having charged
 //! nothing, and bytes granted to it but not yet taken are freed, which
 //! serves the next waiter; the buffer is unchanged.
 
@@ -29,7 +29,7 @@ use crate::error::AcquireError;
 
 /// The future of `reserve_async`: room for `additional` more bytes in the
 /// buffer it borrows, now or once memory is freed for it.
-pub(crate) struct Reserve<'g> {
+pub(crate) struct WaitToGrow<'g> {
     pool: &'g PoolShared,
     loan: &'g mut Loan,
     origin: &'g mut u32,
@@ -43,9 +43,9 @@ pub(crate) struct Reserve<'g> {
 // and a shared borrow of the pool: a guard is `Send` (it owns its buffer),
 // and the pool's shared state is `Sync`; the waker it clones into the
 // queue is `Send + Sync`.
-unsafe impl Send for Reserve<'_> {}
+unsafe impl Send for WaitToGrow<'_> {}
 
-impl<'g> Reserve<'g> {
+impl<'g> WaitToGrow<'g> {
     pub(crate) fn new(
         pool: &'g PoolShared,
         loan: &'g mut Loan,
@@ -87,7 +87,7 @@ impl<'g> Reserve<'g> {
     }
 }
 
-impl Future for Reserve<'_> {
+impl Future for WaitToGrow<'_> {
     type Output = Result<(), AcquireError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -123,19 +123,19 @@ impl Future for Reserve<'_> {
             };
             return match ledger.waiters.poll(ledger, id, Some(cx.waker())) {
                 Polled::Waiting => Poll::Pending,
-                Polled::Granted(handed) => {
+                Polled::Granted(buffer) => {
                     this.queued = None;
                     pool.waits_left(entry);
-                    // Never handed a buffer (it joined as a waiter that
+                    // Never granted a buffer (it joined as a waiter that
                     // cannot take one); should one come, freeing it returns
                     // its memory, which is the same grant.
-                    drop(handed);
+                    drop(buffer);
                     let len = this.loan.len();
                     let buf = this.loan.buf_mut();
                     // SAFETY: `len` is the loan's length: within the
                     // capacity, initialized.
                     unsafe { buf.set_len(len) };
-                    let grown = pool.grow_reserved(buf, target);
+                    let grown = pool.grow_charged(buf, target);
                     this.loan.refresh();
                     if grown.is_ok() {
                         *this.origin |= GROWN;
@@ -152,7 +152,7 @@ impl Future for Reserve<'_> {
     }
 }
 
-impl Drop for Reserve<'_> {
+impl Drop for WaitToGrow<'_> {
     fn drop(&mut self) {
         if let Some((id, _, _, entry)) = self.queued.take() {
             let ledger = &self.pool.ledger;

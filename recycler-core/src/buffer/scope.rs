@@ -278,7 +278,7 @@ impl<'a> Scope<'a> {
             // (a zero offset before the first chunk).
             self.next.set(unsafe { ptr.add(len) });
             self.left.set(self.left.get() - need);
-            // The slice lies past every slice handed out before from
+            // The slice lies past every slice lent before from
             // this chunk (the bump only moves forward); `take` says why
             // its bytes stay exclusive, alive and in place.
             // SAFETY: `[ptr, ptr + len)` is initialized bytes of a chunk
@@ -331,7 +331,7 @@ impl<'a> Scope<'a> {
     /// returns its first byte.
     ///
     /// The scope lends the buffer's bytes out as slices, each at most once:
-    /// - Exclusive: the pool hands out each buffer to one holder at a time;
+    /// - Exclusive: the pool lends each buffer to one holder at a time;
     ///   the scope, which now holds this one, never reads, writes or lends a
     ///   byte of it again except through the bump pointer, which only moves
     ///   forward, so no two slices overlap.

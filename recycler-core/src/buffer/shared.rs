@@ -355,7 +355,7 @@ impl Bucket {
 }
 
 /// The factory of the buckets' recyclers, which the pool never calls: it
-/// allocates buffers itself, under its ledger, and hands them to the
+/// allocates buffers itself, under its ledger, and gives them to the
 /// recycler with `made`.
 fn never_called() -> Buf {
     unreachable!("a buffer pool allocates its buffers itself")

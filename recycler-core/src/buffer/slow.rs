@@ -1,6 +1,6 @@
 //! The slow paths of a pool: an acquire the owner path could not serve
 //! (bind the thread's index, take a pooled buffer the core's way, else
-//! reserve memory and allocate), and every release but the owner's push
+//! charge memory and allocate), and every release but the owner's push
 //! (foreign threads, full caches, the idle cap, grown and oversize buffers,
 //! releases while a thread waits for memory).
 
@@ -168,26 +168,26 @@ impl PoolShared {
     }
 
     /// A fresh buffer for bucket `idx` (oversize past the last) whose bytes
-    /// the caller has reserved on the ledger: a waiter's grant. Never a
-    /// pooled one: the grant is what it allocates. The reservation is freed
-    /// if the allocation fails.
-    pub(crate) fn acquire_reserved(
+    /// the ledger has charged for the caller: a waiter's grant. Never a
+    /// pooled one: the grant is what it allocates. The charge is freed if
+    /// the allocation fails.
+    pub(crate) fn allocate_granted(
         &self,
         capacity: usize,
         idx: usize,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
         let Some(bucket) = self.buckets.get(idx) else {
-            let buf = self.allocate_reserved(capacity)?;
+            let buf = self.allocate_charged(capacity)?;
             Counters::add_shared(&self.oversize_acquires, 1);
             return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
         };
-        let buf = self.allocate_reserved(bucket.capacity)?;
+        let buf = self.allocate_charged(bucket.capacity)?;
         self.count_in_thread_delta(idx);
         let (buf, home) = self.bucket(idx).made(buf);
         Ok((buf, home, idx as u32))
     }
 
-    /// Allocates a buffer of `capacity` bytes, reserved on the ledger.
+    /// Allocates a buffer of `capacity` bytes, charged to the ledger.
     pub(crate) fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
         let align = self.config.alignment;
         if capacity > AlignedBuf::max_capacity(align) {
@@ -196,25 +196,25 @@ impl PoolShared {
                 max: AlignedBuf::max_capacity(align),
             });
         }
-        self.reserve(capacity)?;
-        self.allocate_reserved(capacity)
+        self.charge_with_reclaim(capacity)?;
+        self.allocate_charged(capacity)
     }
 
-    /// A buffer that a release handed to a waiter for bucket `idx` (see
-    /// [`WaitQueue::hand_over`](super::ledger::WaitQueue::hand_over)),
+    /// A buffer that a release granted to a waiter for bucket `idx` (see
+    /// [`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)),
     /// reset and counted as a pooled acquire by the calling thread, the
     /// waiter's, in the bucket of its capacity: `idx`, the waiter's, unless
     /// the release could not shrink a larger buffer to it (see
     /// [`release_to_waiters`](Self::release_to_waiters)).
     ///
-    /// Homed at the calling thread's cache, as `Shared::handed` homes it;
+    /// Homed at the calling thread's cache, as `Shared::granted` homes it;
     /// but a pool that keeps nothing (`max_idle_per_thread(0)`: caches of
     /// capacity 0) homes it at the bucket's discard cache, as `Shared::made`
     /// homes every fresh buffer there: a capacity-0 cache never holds a
     /// buffer, which the owner path's push relies on (see
     /// [`Shared::push_local`](crate::shared::Shared::push_local)), and the
     /// buffer is freed when released.
-    pub(crate) fn take_handed(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
+    pub(crate) fn take_granted(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
         // A buffer the release could not shrink to the request counts in
         // its own bucket, where the release put it.
         let idx = self.bucket_of_capacity(buf.capacity()).unwrap_or(idx);
@@ -222,14 +222,14 @@ impl PoolShared {
         self.count_in_thread_delta(idx);
         let inner = self.bucket(idx);
         // A bucket that keeps nothing homes it at its discard cache.
-        let (buf, home) = inner.handed(buf);
+        let (buf, home) = inner.granted(buf);
         (buf, home, idx as u32)
     }
 
     /// Allocates a buffer of `capacity` bytes (at most
-    /// `AlignedBuf::max_capacity`), which the caller has reserved on the
-    /// ledger; frees the reservation if the allocator fails.
-    pub(crate) fn allocate_reserved(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+    /// `AlignedBuf::max_capacity`), which the caller has charged to the
+    /// ledger; frees the charge if the allocator fails.
+    pub(crate) fn allocate_charged(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
         match AlignedBuf::try_new(capacity, self.config.alignment) {
             Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(&self.ledger)))),
             Err(err) => {
@@ -276,7 +276,7 @@ impl PoolShared {
         };
         let inner = self.bucket(idx);
         if buf.overdrawn() {
-            // An overdraft is never pooled nor handed over: freed, counted
+            // An overdraft is never pooled nor granted: freed, counted
             // as a release and a remove of the bucket it came from.
             inner.discard(buf, home);
             if self.under_pressure() {
@@ -326,14 +326,14 @@ impl PoolShared {
     /// waiters; then the idle buffers this thread reaches are freed for
     /// them too.
     ///
-    /// A buffer larger than the waiter's request is handed over whole (a
+    /// A buffer larger than the waiter's request is granted whole (a
     /// hit of its own bucket, to which it returns: see [`super::larger`]),
     /// if the waiter behind is one that it can serve when it comes back and
     /// that the bytes beyond the request would not grant now
     /// ([`shrinks`](Self::shrinks)); otherwise it is shrunk to the request
     /// first (the allocator's `realloc`), and those
-    /// bytes go back to the limit once the buffer is handed over, where
-    /// they serve the waiters behind (handed over whole, they would be held
+    /// bytes go back to the limit once the buffer is granted, where
+    /// they serve the waiters behind (granted whole, they would be held
     /// by a request that did not ask for them, the waiters behind would
     /// wait for the first to give them back, and a holder waiting for a
     /// second buffer could wait for ever). The waiter then counts a hit, in
@@ -349,13 +349,13 @@ impl PoolShared {
         // that of the next one behind it.
         let first = self
             .bucket_of_capacity(buf.capacity())
-            .and_then(|_| self.ledger.waiters.first_handable())
+            .and_then(|_| self.ledger.waiters.first_for_buffer())
             .and_then(|(want, next)| Some((usize::try_from(want).ok()?, next)))
             .filter(|&(want, _)| want <= buf.capacity());
         let Some((want, next)) = first else {
             // Nobody it can serve: freed for the waiters.
             inner.discard(buf, home);
-            self.hand_idle_to_waiters();
+            self.grant_idle_to_waiters();
             self.reclaim_for_waiters();
             return;
         };
@@ -375,18 +375,18 @@ impl PoolShared {
                 inner.count_detached(home);
                 let to = self.bucket(dest);
                 let (buf, home) = to.adopt(buf);
-                match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+                match self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
                     Ok(()) => to.count_release(home, 1),
                     Err(buf) => to.discard(buf, home),
                 }
             }
-            _ => match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+            _ => match self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
                 Ok(()) => inner.count_release(home, 1),
                 Err(buf) => inner.discard(buf, home),
             },
         }
         if freed != 0 {
-            // After the hand-over: freed before, these bytes could grant the
+            // After the grant: freed before, these bytes could grant the
             // first waiter, which the buffer is for.
             self.ledger.free(freed as u64);
         } else {
@@ -394,18 +394,18 @@ impl PoolShared {
             // the memory free now.
             self.ledger.waiters.serve(&self.ledger);
         }
-        self.hand_idle_to_waiters();
+        self.grant_idle_to_waiters();
         self.reclaim_for_waiters();
     }
 
-    /// Whether a larger buffer handed to the first waiter is to be shrunk
+    /// Whether a larger buffer granted to the first waiter is to be shrunk
     /// to its request, the `excess` bytes beyond it going back to the limit
     /// (as always before, and always with `serve_larger(false)`): unless the
     /// next waiter not yet granted, of `next` bytes (0: none), is one that
     /// those bytes would not grant now (with the memory free) and that the
     /// buffer itself can serve when it comes back (`next` at most its
-    /// `capacity`). Then it is handed over whole, and keeps its capacity
-    /// and its bucket: the next waiter is handed it later instead of
+    /// `capacity`). Then it is granted whole, and keeps its capacity
+    /// and its bucket: the next waiter is granted it later instead of
     /// waiting for bytes to allocate on (see [`super::larger`]).
     fn shrinks(&self, capacity: usize, excess: usize, next: u64) -> bool {
         let Some(limit) = self.ledger.limit() else {

@@ -8,26 +8,26 @@
 //!
 //! A free that finds the ledger's waiting bit set (see [`super::ledger`])
 //! serves the queue: while the first waiter not yet served fits under the
-//! limit, it reserves that waiter's bytes on the waiter's behalf, marks it
-//! granted and wakes it; the waiter then allocates its buffer on the bytes
-//! reserved for it. So the memory freed goes to the waiters in the order they
+//! limit, it charges that waiter's bytes to the ledger on the waiter's
+//! behalf, marks it granted and wakes it; the waiter then allocates its
+//! buffer on the bytes charged for it. So the memory freed goes to the waiters in the order they
 //! came, and nothing can take it from them between the free and the wake-up.
 //! A waiter that does not fit holds up those behind it (strictly first come,
 //! first served: a stream of small requests cannot starve a large one).
 //!
-//! A release while anyone waits hands its buffer itself to the first waiter
+//! A release while anyone waits grants its buffer itself to the first waiter
 //! not yet granted, if that waiter wants a bucket's buffer no larger than
-//! it ([`WaitQueue::hand_over`](super::ledger::WaitQueue::hand_over)): the
+//! it ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)): the
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
 //! buffer (a pooled acquire) instead of allocating one. A larger buffer is
 //! shrunk to the request first, and the bytes that frees serve the waiters
 //! behind, unless they would not serve the next waiter and the buffer can
 //! (then it goes whole, and serves that waiter when it comes back: see
 //! [`super::larger`]). Otherwise the release frees its buffer, and the free
-//! serves the queue as above. A waiter handed a buffer is followed by a
+//! serves the queue as above. A waiter granted a buffer is followed by a
 //! serve of the queue: the waiters behind it, held up by it, may fit in
 //! the memory free. So under contention at the limit, where most acquires
-//! wait, reuse goes on, with several sizes too: without the hand-over,
+//! wait, reuse goes on, with several sizes too: without these grants,
 //! every acquire that waited allocated afresh.
 //!
 //! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth,
@@ -38,8 +38,8 @@
 //!
 //! "Someone waits" is the ledger's waiting bit: a waiter *not yet granted*
 //! is in the queue. Waiters granted but not yet back for their grant do not
-//! count: the memory they wait for is reserved for them (or is the buffer
-//! handed to them), so releases may pool again and new requests try first.
+//! count: the memory they wait for is charged for them (or is the buffer
+//! granted to them), so releases may pool again and new requests try first.
 //! A wait that never comes back (a future leaked with `mem::forget` while
 //! in the queue) so costs the pool its grant, once it is granted, and
 //! nothing more, as a leaked guard costs its buffer: its entry stays in the
@@ -83,7 +83,7 @@
 //!
 //! # Cancel safety
 //!
-//! A wait dropped while in the queue leaves it and has reserved nothing. If
+//! A wait dropped while in the queue leaves it and has charged nothing. If
 //! it had been granted and not yet taken its grant, it frees the grant,
 //! which serves the next waiter: its wake-up passes on. If it was the first
 //! waiter not yet granted, it serves the queue, since the next one may fit
@@ -91,10 +91,10 @@
 //!
 //! # What wakes a waiter
 //!
-//! A release handing its buffer over, and frees: a buffer dropped (released
+//! A release granting its buffer, and frees: a buffer dropped (released
 //! while anyone waits, above `max_capacity`, grown past it, evicted,
 //! trimmed, over the idle cap), and a granted waiter that leaves.
-//! While anyone waits, releases hand over or free their buffer rather than
+//! While anyone waits, releases grant or free their buffer rather than
 //! keep it ([`PoolShared::under_pressure`], one relaxed load of the bit), so
 //! that memory in use reaches the waiters, and if the waiters want more
 //! than is free, idle buffers are freed for them wherever they idle, other
@@ -214,26 +214,26 @@ impl<P: PoolHandle> Waiting<P> {
                 // A released buffer may serve a request a bucket serves;
                 // an exact-size one (oversize, or below `min_capacity`)
                 // allocates its own.
-                let handable = idx < pool.buckets.len();
-                let (id, _) = waiters.join_for(&pool.ledger, bytes, wake, handable);
+                let takes_buffer = idx < pool.buckets.len();
+                let (id, _) = waiters.join_for(&pool.ledger, bytes, wake, takes_buffer);
                 self.queued = Some((id, bytes));
                 pool.waits_joined(idx.min(pool.buckets.len()));
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
-                pool.hand_idle_to_waiters();
+                pool.grant_idle_to_waiters();
                 pool.reclaim_for_waiters();
                 waiters.serve(&pool.ledger);
                 continue;
             };
             return match pool.ledger.waiters.poll(&pool.ledger, id, waker) {
                 Polled::Waiting => Poll::Pending,
-                Polled::Granted(handed) => {
+                Polled::Granted(buffer) => {
                     self.queued = None;
                     pool.waits_left(idx.min(pool.buckets.len()));
-                    Poll::Ready(match handed {
-                        Some(buf) => Ok(pool.take_handed(idx, buf)),
-                        None => pool.acquire_reserved(self.capacity, idx),
+                    Poll::Ready(match buffer {
+                        Some(buf) => Ok(pool.take_granted(idx, buf)),
+                        None => pool.allocate_granted(self.capacity, idx),
                     })
                 }
                 Polled::Missing => {
@@ -255,8 +255,8 @@ impl<P: PoolHandle> Waiting<P> {
                 let entry = idx.min(pool.buckets.len());
                 pool.waits_left(entry);
                 match pool.ledger.waiters.leave(&pool.ledger, id) {
-                    Some((_, Some(buf))) => return Ok(pool.take_handed(idx, buf)),
-                    Some((_, None)) => return pool.acquire_reserved(self.capacity, idx),
+                    Some((_, Some(buf))) => return Ok(pool.take_granted(idx, buf)),
+                    Some((_, None)) => return pool.allocate_granted(self.capacity, idx),
                     None => {}
                 }
                 pool.waits_timed_out(entry);
@@ -285,10 +285,10 @@ impl<P: PoolHandle> Drop for Waiting<P> {
                 // Passes the wake-up on: the free serves the next waiter.
                 Some((granted, None)) => ledger.free(granted),
                 // Released again, as if the guard it was about to become
-                // dropped: handed to the next waiter, or freed.
+                // dropped: granted to the next waiter, or freed.
                 Some((_, Some(buf))) => {
                     let idx = pool.bucket_index(self.capacity);
-                    let (buf, home, origin) = pool.take_handed(idx, buf);
+                    let (buf, home, origin) = pool.take_granted(idx, buf);
                     pool.release_parts(buf, home, origin);
                 }
                 None => {}
@@ -388,7 +388,7 @@ impl PoolShared {
         }
         self.acquire_slow_with(capacity, idx, |capacity| {
             // `wait_bytes` has checked the size.
-            if let Err(allocated) = self.ledger.reserve(capacity as u64) {
+            if let Err(allocated) = self.ledger.charge(capacity as u64) {
                 return Err(AcquireError::LimitExceeded {
                     requested: capacity,
                     needed: capacity,
@@ -396,7 +396,7 @@ impl PoolShared {
                     limit: self.ledger.limit().unwrap_or(u64::MAX),
                 });
             }
-            self.allocate_reserved(capacity)
+            self.allocate_charged(capacity)
         })
     }
 

@@ -393,7 +393,7 @@ macro_rules! buf_api {
                 /// # Cancel safety
                 ///
                 /// Dropped before it completes, the future leaves the queue,
-                /// the buffer unchanged; memory reserved for it goes to the
+                /// the buffer unchanged; memory granted to it goes to the
                 /// next waiter. Safe in `tokio::time::timeout` and `select!`.
                 ///
                 /// The buffer stays held while it waits: if the limit is full
@@ -436,7 +436,7 @@ macro_rules! buf_api {
                     additional: usize,
                 ) -> impl std::future::Future<Output = Result<(), AcquireError>> + Send + '_ {
                     let pool = self.pool.pool_inner();
-                    crate::buffer::reserve::Reserve::new(
+                    crate::buffer::reserve::WaitToGrow::new(
                         pool,
                         &mut self.buf,
                         &mut self.origin,

@@ -1,20 +1,20 @@
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
-/// The ledger of the tests: a release would hand its waiter a `Box<u8>`.
+/// The ledger of the tests: a release would grant its waiter a `Box<u8>`.
 type Ledger = super::Ledger<Box<u8>>;
 
 #[test]
 fn limit_is_hard() {
     let ledger = Ledger::new(Some(100));
-    assert_eq!(ledger.reserve(60), Ok(()));
-    assert_eq!(ledger.reserve(41), Err(60));
-    assert_eq!(ledger.reserve(40), Ok(()));
+    assert_eq!(ledger.charge(60), Ok(()));
+    assert_eq!(ledger.charge(41), Err(60));
+    assert_eq!(ledger.charge(40), Ok(()));
     ledger.free(100);
     assert_eq!(ledger.allocated(), 0);
-    assert_eq!(ledger.reserve(u64::MAX), Err(0), "no overflow");
+    assert_eq!(ledger.charge(u64::MAX), Err(0), "no overflow");
     let unlimited = Ledger::new(None);
-    assert_eq!(unlimited.reserve(u64::MAX / 2), Ok(()));
+    assert_eq!(unlimited.charge(u64::MAX / 2), Ok(()));
     assert_eq!(unlimited.limit(), None);
 }
 
@@ -25,9 +25,9 @@ fn the_waiting_bit_is_not_counted() {
     ledger.set_waiting(true);
     assert!(ledger.under_pressure());
     assert_eq!(ledger.allocated(), 0);
-    assert_eq!(ledger.reserve(100), Ok(()));
-    assert_eq!(ledger.reserve(1), Err(100), "the bit is not bytes");
-    assert!(ledger.under_pressure(), "reserving keeps the bit");
+    assert_eq!(ledger.charge(100), Ok(()));
+    assert_eq!(ledger.charge(1), Err(100), "the bit is not bytes");
+    assert!(ledger.under_pressure(), "charging keeps the bit");
     ledger.free(40);
     assert_eq!(ledger.allocated(), 60);
     assert!(ledger.under_pressure(), "freeing keeps the bit");
@@ -39,8 +39,8 @@ fn the_waiting_bit_is_not_counted() {
 #[test]
 fn a_limit_above_the_bit_is_clamped_below_it() {
     let ledger = Ledger::new(Some(u64::MAX - 1));
-    assert_eq!(ledger.reserve(BYTES), Ok(()));
-    assert_eq!(ledger.reserve(1), Err(BYTES));
+    assert_eq!(ledger.charge(BYTES), Ok(()));
+    assert_eq!(ledger.charge(1), Err(BYTES));
     assert!(!ledger.under_pressure());
 }
 
@@ -66,7 +66,7 @@ fn waker() -> (std::sync::Arc<Count>, Waker) {
 #[test]
 fn grants_in_order_and_only_what_fits() {
     let ledger = Ledger::new(Some(100));
-    ledger.reserve(100).unwrap();
+    ledger.charge(100).unwrap();
     let q = &ledger.waiters;
     let (a, wa) = waker();
     let (b, wb) = waker();
@@ -79,7 +79,7 @@ fn grants_in_order_and_only_what_fits() {
     assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 0));
     ledger.free(10); // 60 free: the first fits, then nothing is left
     assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (1, 0));
-    assert_eq!(ledger.allocated(), 100, "the grant is reserved");
+    assert_eq!(ledger.allocated(), 100, "the grant is charged");
     ledger.free(40); // 40: the second (30) and the third (10)
     assert_eq!((b.0.load(SeqCst), c.0.load(SeqCst)), (1, 1));
     assert_eq!(ledger.allocated(), 100);
@@ -104,7 +104,7 @@ fn grants_in_order_and_only_what_fits() {
 #[test]
 fn the_bit_follows_the_waiters_not_yet_granted() {
     let ledger = Ledger::new(Some(100));
-    ledger.reserve(100).unwrap();
+    ledger.charge(100).unwrap();
     let q = &ledger.waiters;
     let (_, wa) = waker();
     let (_, wb) = waker();
@@ -145,7 +145,7 @@ impl std::task::Wake for Panicky {
 #[test]
 fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
     let ledger = Ledger::new(Some(100));
-    ledger.reserve(100).unwrap();
+    ledger.charge(100).unwrap();
     let q = &ledger.waiters;
     let (b, wb) = waker();
     q.join(
@@ -163,33 +163,33 @@ fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
 }
 
 /// What a release weighs: the first waiter not yet granted, and the
-/// next one behind it (a wait for a growth is not handable).
+/// next one behind it (a wait for a growth is not takes_buffer).
 #[test]
 fn the_first_and_the_next_not_yet_granted() {
     let ledger = Ledger::new(Some(100));
-    ledger.reserve(100).unwrap();
+    ledger.charge(100).unwrap();
     let q = &ledger.waiters;
     let (_, wa) = waker();
     let (_, wb) = waker();
     let (_, wc) = waker();
-    assert_eq!((q.first(), q.first_handable()), (None, None));
+    assert_eq!((q.first(), q.first_for_buffer()), (None, None));
     q.join(&ledger, 60, Wake::Task(wa));
     q.join(&ledger, 30, Wake::Task(wb));
     q.join_for(&ledger, 10, Wake::Task(wc), false);
     assert_eq!(q.first(), Some((0, 60)));
-    assert_eq!(q.first_handable(), Some((60, 30)));
+    assert_eq!(q.first_for_buffer(), Some((60, 30)));
     ledger.free(60); // grants the first
     assert_eq!(q.first(), Some((1, 30)));
-    assert_eq!(q.first_handable(), Some((30, 10)));
+    assert_eq!(q.first_for_buffer(), Some((30, 10)));
     ledger.free(30); // and the second
     assert_eq!(q.first(), Some((2, 10)));
-    assert_eq!(q.first_handable(), None, "a growth's wait");
+    assert_eq!(q.first_for_buffer(), None, "a growth's wait");
 }
 
 #[test]
 fn the_first_leaving_serves_the_next() {
     let ledger = Ledger::new(Some(100));
-    ledger.reserve(90).unwrap();
+    ledger.charge(90).unwrap();
     let q = &ledger.waiters;
     let (_, wa) = waker();
     let (b, wb) = waker();
@@ -205,7 +205,7 @@ fn the_first_leaving_serves_the_next() {
 #[test]
 fn a_new_waker_replaces_the_old_outside_the_lock() {
     let ledger = Ledger::new(Some(10));
-    ledger.reserve(10).unwrap();
+    ledger.charge(10).unwrap();
     let q = &ledger.waiters;
     let (a, wa) = waker();
     let (b, wb) = waker();

@@ -9,9 +9,9 @@ impl BufferPool {
     /// waits up to `timeout` for memory to be freed, parked. Waiting threads
     /// and tasks ([`acquire_async`](Self::acquire_async)) share one queue
     /// and are served first come, first served: the free that makes room for
-    /// the first of them reserves the memory for it and wakes it. While
+    /// the first of them grants it the memory and wakes it. While
     /// anyone waits, buffers released anywhere go to the waiters rather than
-    /// to a cache: handed to the first waiter if it covers that waiter's
+    /// to a cache: granted to the first waiter if it covers that waiter's
     /// request (shrunk to it if larger), else freed. [The buffer
     /// guide](crate::guide::buffers) has the details.
     ///
@@ -97,7 +97,7 @@ impl BufferPool {
     /// (tasks, and threads in [`acquire_timeout`](Self::acquire_timeout)),
     /// frees the idle buffers it can reach, and returns `Pending`; a free
     /// that makes room for it (a buffer dropped, or an idle one evicted or
-    /// trimmed) reserves the memory for it and wakes it. Waiters are served
+    /// trimmed) grants it the memory and wakes it. Waiters are served
     /// first come, first served; one that does not fit yet holds up those
     /// behind it. While anyone waits, buffers released anywhere go to the
     /// waiters rather than to a cache: a waiter for a buffer of the same
@@ -124,13 +124,13 @@ impl BufferPool {
     /// # Cancel safety
     ///
     /// Dropping the future before it completes takes it out of the queue,
-    /// and it has reserved nothing. If memory had been reserved for it but
+    /// and it has taken nothing. If memory had been granted to it but
     /// it had not yet been polled, the memory goes to the next waiter, which
     /// is woken: no waiter is left asleep with memory free for it.
     ///
     /// A future leaked while it waits (`mem::forget`) stays in the queue
     /// until memory is granted to it, then keeps that grant (the bytes
-    /// reserved for it, or the buffer a release handed it) for the pool's
+    /// charged for it, or the buffer a release granted it) for the pool's
     /// life, as a leaked buffer does, and nothing more: releases pool again
     /// once no other waiter waits to be granted.
     ///
@@ -141,7 +141,7 @@ impl BufferPool {
     /// panic hook has already reported it): it does not reach that thread,
     /// whose drop or release returns normally (even while it unwinds, or in
     /// its thread-local teardown), and the waiters behind are served all
-    /// the same. The task keeps the memory reserved for it, which its next
+    /// the same. The task keeps the memory granted to it, which its next
     /// poll takes (or its drop passes on); this free does not wake it again.
     ///
     /// # Examples
@@ -208,8 +208,8 @@ impl BufferPool {
     /// # Cancel safety
     ///
     /// As [`acquire_async`](Self::acquire_async): dropped before it
-    /// completes, the future leaves the queue having reserved nothing, and
-    /// memory reserved for it goes to the next waiter. A waker that panics
+    /// completes, the future leaves the queue having taken nothing, and
+    /// memory granted to it goes to the next waiter. A waker that panics
     /// is caught where it is woken, as for `acquire_async`.
     ///
     /// # Examples
@@ -248,7 +248,7 @@ impl BufferPool {
     /// let mut cx = Context::from_waker(Waker::noop());
     /// assert!(wait.as_mut().poll(&mut cx).is_pending());
     /// std::thread::spawn(move || drop(held)).join().unwrap(); // frees 8 KiB
-    /// let buf = block_on(wait)?; // memory was reserved for it
+    /// let buf = block_on(wait)?; // memory was granted to it
     /// assert_eq!(buf.capacity(), 4096);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
