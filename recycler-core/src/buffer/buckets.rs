@@ -6,6 +6,7 @@ use super::buf::Buf;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
 use crate::error::AcquireError;
+use crate::home::Home;
 
 /// The origin of a buffer above `max_capacity`.
 pub(crate) const OVERSIZE: u32 = u32::MAX;
@@ -14,6 +15,10 @@ pub(crate) const OVERSIZE: u32 = u32::MAX;
 /// which finds the bucket of its new capacity. (Buckets are far fewer than
 /// this bit.)
 pub(crate) const GROWN: u32 = 1 << 31;
+
+/// A buffer taken apart, for a guard to be made of: the buffer, its home,
+/// its origin (its bucket, or [`OVERSIZE`]; marked [`GROWN`] once it grew).
+pub(crate) type Parts = (Box<Buf>, Home<Buf>, u32);
 
 impl PoolShared {
     /// The bucket for a request of `capacity` bytes; `buckets.len()` or more
@@ -59,7 +64,7 @@ impl PoolShared {
     /// Grows `buf` to hold at least `needed` bytes: to twice its capacity or
     /// `needed` if more, rounded up to a bucket (not past `max_capacity`
     /// unless `needed` is), charging the ledger; past the limit, as an
-    /// overdraft if `overdraft` (see [`super::overdraft`]).
+    /// overdraft if `overdraft` (see [`super::limit`]).
     pub(crate) fn grow(
         &self,
         buf: &mut Buf,

@@ -29,7 +29,7 @@ pub(crate) struct Buf {
     /// The bytes of the capacity that are on the ledger; credited back when
     /// the buffer drops. The capacity, except for an overdraft: a buffer
     /// allocated, or grown, past the `memory_limit` (see
-    /// [`super::overdraft`]) holds the rest outside the ledger, and is
+    /// [`super::limit`]) holds the rest outside the ledger, and is
     /// never pooled.
     #[recycle(skip)]
     charged: usize,

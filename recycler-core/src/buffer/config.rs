@@ -32,7 +32,7 @@ pub(crate) struct PoolConfig {
     /// `serve_larger(true)`: an acquire whose bucket has nothing for it
     /// takes a larger idle buffer from the calling thread's caches before
     /// it allocates: of the bucket its buffers grew into, or, where the
-    /// memory limit binds, of any larger bucket (`super::larger`).
+    /// memory limit binds, of any larger bucket (`super::limit`).
     pub(crate) serve_larger: bool,
 }
 

@@ -291,7 +291,7 @@ impl OwnedPooledBuf {
 }
 
 /// Makes room for `additional` more bytes, or says why not; past the memory
-/// limit as an overdraft if `overdraft` (see [`super::overdraft`]), else
+/// limit as an overdraft if `overdraft` (see [`super::limit`]), else
 /// the limit's error. `origin` is the guard's, marked [`GROWN`] if the
 /// buffer grows.
 #[inline]

@@ -83,7 +83,7 @@ pub(crate) struct Ledger<B> {
     /// Those waiting for memory, first come first served.
     pub(crate) waiters: WaitQueue<B>,
     /// Bytes allocated now outside the limit: overdrafts (see
-    /// [`super::overdraft`]). Touched only when an overdraft is made or
+    /// [`super::limit`]). Touched only when an overdraft is made or
     /// freed.
     overdraft: StatCounter,
     /// Overdrafts made: acquires and growths served outside the limit.
@@ -421,7 +421,7 @@ impl<B> WaitQueue<B> {
     /// than the waiter asked for (the release shrinks a larger buffer to
     /// the request first, `PoolShared::release_to_waiters`, if the
     /// allocator can, unless it keeps it whole for the waiter behind; an
-    /// idle buffer granted is never shrunk: `super::larger`). Gives `buf`
+    /// idle buffer granted is never shrunk: `super::limit`). Gives `buf`
     /// back otherwise, to be freed (which serves the queue). Only the first
     /// waiter is looked at:
     /// first come, first served, as with the grants of bytes.

@@ -1,12 +1,128 @@
-//! Charging with reclaim at the memory limit, and freeing idle buffers
-//! for the waiters: what the pool does when its [`Ledger`](super::ledger::Ledger)
-//! has no room.
+//! Where the memory limit binds: what an acquire meets when the ledger
+//! ([`super::ledger`]) has no room for a new buffer, in the order it meets
+//! them, and what the pool frees for those who wait ([`super::wait`]).
+//!
+//! An acquire whose bucket has nothing for it (the slow path,
+//! [`super::slow`]) meets, where the limit binds:
+//!
+//! 1. **A larger idle buffer** ([`PoolShared::take_larger`], where
+//!    [`PoolShared::limit_binds`]): the smallest larger idle buffer of the
+//!    calling thread's caches, kept whole, rather than free, wait or
+//!    overdraw ("Serving from a larger buffer", below).
+//! 2. **This thread's pending batches** ([`PoolShared::charge_with_reclaim`],
+//!    once the ledger refuses the charge): what the thread released for
+//!    other threads' caches is idle, but out of the walks' reach until it
+//!    is sent home; it is sent.
+//! 3. **Freeing idle memory** (`free_idle`): an eviction walk
+//!    ([`super::evict`]) frees what the thread reaches: its own caches, the
+//!    depots, the inboxes.
+//! 4. **Taking from quiet threads**: if that is not enough, what other
+//!    threads' caches keep is taken into the depots ([`crate::steal`]: a
+//!    thread parked, or busy with other work, need not run again) and freed
+//!    from there. Steps 2 to 4 retry the charge, a few times.
+//! 5. **Overdraft or wait**: `acquire` and the growths that cannot fail
+//!    overdraw ([`PoolShared::acquire_overdraft`],
+//!    [`PoolShared::grow_overdraft`]; "Overdrafts", below); `try_acquire`
+//!    and `try_reserve` fail. A wait joins the queue after step 1, and the
+//!    pool then serves the waiters from idle memory, one at a time: the
+//!    calling thread's idle buffers granted whole
+//!    ([`PoolShared::grant_idle_to_waiters`]), idle buffers freed for the
+//!    first waiter's lack, wherever they idle
+//!    ([`PoolShared::reclaim_for_waiters`], [`PoolShared::reclaim_for`]).
+//!
+//! # Serving from a larger buffer
+//!
+//! An acquire that would otherwise evict, wait or overdraft takes the
+//! smallest larger idle buffer the calling thread keeps, and a waiter is
+//! granted one before idle memory is freed for it.
+//!
+//! The buffer keeps its capacity: it counts as an acquire and a hit of its
+//! own bucket and returns there, so the books need nothing new. Shrinking
+//! it to the request would make the next request of its own size allocate
+//! again (a `realloc` down, then a fresh buffer up), which is what the
+//! limit makes expensive: at the limit, memory for a new buffer has to be
+//! freed first, and the waiters behind wait for it.
+//!
+//! Only where the limit binds: without a limit, or with room under it, an
+//! acquire whose bucket is empty allocates a buffer of its own size, as
+//! before (serving every empty bucket from any larger idle buffer made a
+//! pool of mixed sizes converge on a few large buffers, every acquire a
+//! slow one: Jetty's mix, W4, 4.6 Mops/s against 17.7). At the limit the
+//! memory is bounded whatever the buffers' sizes, so a pool that converges
+//! on larger buffers holds no more memory, and reuses them.
+//!
+//! First come, first served is kept: a larger idle buffer goes only to the
+//! first waiter not yet granted
+//! ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)
+//! checks it under the queue's lock); a later waiter gets one only once
+//! every waiter ahead of it is granted.
+//!
+//! # Overdrafts
+//!
+//! What the methods that cannot fail (`acquire`, and the writes that grow
+//! a buffer) do when the `memory_limit` has no room, even after freeing
+//! the idle buffers the thread can reach. Rather than panic (as
+//! they did, poisoning the locks of the code that held the buffer), they
+//! allocate outside the limit, as Jetty gives out a buffer it does not pool
+//! past its `maxMemory`, and as `Vec` and `BytesMut` always grow.
+//!
+//! An overdraft is never on the ledger and never pooled:
+//!
+//! - A buffer allocated as an overdraft has none of its bytes on the
+//!   ledger (`Buf::charged` is 0) and is homed at its bucket's discard
+//!   cache, so its release frees it (counted as a release and a remove of
+//!   its bucket; an oversize one as any oversize buffer). The owner path
+//!   never sees it: a discard home is owned by no thread.
+//! - A growth served as an overdraft leaves the bytes the buffer had on the
+//!   ledger there and holds the rest outside; the buffer remembers how many
+//!   of its bytes the ledger holds (`Buf::charged`), and its drop credits
+//!   exactly those. A grown buffer's release takes the slow path (its
+//!   origin is marked `GROWN`), which frees one with an overdraft rather
+//!   than pool it or grant it to a waiter.
+//!
+//! So the limit bounds the pooled memory and every buffer's charged part
+//! exactly; the overdrafts come on top, counted
+//! ([`BufferPoolStats::overdrafts`](super::BufferPoolStats::overdrafts))
+//! and measured (`overdraft_memory`, the bytes they hold now). Nothing is
+//! touched on the owner paths: an overdraft is made only where the old code
+//! panicked, and its release is one of the slow path's branches.
 
+use super::buckets::{OVERSIZE, Parts};
+use super::buf::Buf;
+use super::raw::AlignedBuf;
 use super::shared::{Bucket, PoolShared};
 use crate::error::AcquireError;
+use crate::home::Home;
 use crate::idle;
+use crate::loom::Arc;
+use crate::stats::Counters;
 
 impl PoolShared {
+    /// Whether the limit binds for a new buffer of `bytes`: a limit is set
+    /// and has no room for them now (one relaxed load), or someone waits.
+    /// Without a limit, never.
+    pub(crate) fn limit_binds(&self, bytes: usize) -> bool {
+        let Some(limit) = self.ledger.limit() else {
+            return false;
+        };
+        self.ledger.under_pressure() || self.ledger.allocated().saturating_add(bytes as u64) > limit
+    }
+
+    /// The smallest idle buffer larger than bucket `idx`'s that the
+    /// calling thread's own caches keep, with its bucket as its origin:
+    /// what an acquire at the limit takes before it evicts, waits or
+    /// overdraws (see the module docs). Counted as an acquire and a hit of
+    /// that bucket (the owner path's pop). `None` with `serve_larger(false)`,
+    /// in striped mode (no thread keeps a cache), or if nothing larger
+    /// idles there.
+    pub(crate) fn take_larger(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
+        if !self.config.serve_larger || self.config.striped.is_some() {
+            return None;
+        }
+        (idx + 1..self.buckets.len())
+            .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b as u32)))
+    }
+
     /// Charges `bytes` to the ledger; at the limit, frees idle buffers
     /// ([`free_idle`](Self::free_idle)) and retries, a few times.
     pub(crate) fn charge_with_reclaim(&self, bytes: usize) -> Result<(), AcquireError> {
@@ -40,6 +156,110 @@ impl PoolShared {
             let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
             if self.free_idle(short, allocated) == 0 {
                 return Err(fail);
+            }
+        }
+    }
+
+    /// Frees idle buffers worth `short` bytes if it can, wherever they idle:
+    /// first what the calling thread reaches directly (its own caches, the
+    /// depots, the inboxes); then, if that is not enough, what other
+    /// threads' caches keep, taken into the depots ([`crate::steal`]: a
+    /// thread parked, or busy with other work, need not run again) and
+    /// freed from there. Returns the bytes freed. `salt` spreads the walks'
+    /// starts.
+    fn free_idle(&self, short: u64, salt: u64) -> u64 {
+        let start = idle::random_below(self.buckets.len(), salt);
+        let freed = self.evict_walk(short, None, start, usize::MAX);
+        if freed >= short {
+            return freed;
+        }
+        for recycler in self.buckets.iter().filter_map(Bucket::made) {
+            let inner = recycler.inner();
+            inner.store_all(inner.steal_quiet());
+        }
+        freed + self.evict_walk(short - freed, None, start, usize::MAX)
+    }
+
+    /// A fresh buffer for bucket `idx` (oversize past the last) allocated
+    /// outside the limit: an overdraft, freed when released. Counted as a
+    /// non-pooled acquire of its bucket (of the oversize entry past the
+    /// last).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn acquire_overdraft(
+        &self,
+        capacity: usize,
+        idx: usize,
+    ) -> Result<Parts, AcquireError> {
+        let bytes = self.buckets.get(idx).map_or(capacity, |b| b.capacity);
+        let raw = AlignedBuf::try_new(bytes, self.config.alignment)?;
+        self.ledger.overdraw(bytes as u64, self.config.hard_limit);
+        let buf = Box::new(Buf::overdraft(raw, Arc::clone(&self.ledger)));
+        if idx >= self.buckets.len() {
+            Counters::add_shared(&self.oversize_acquires, 1);
+            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+        }
+        let inner = self.bucket(idx);
+        let (buf, _) = inner.made(buf);
+        // Homed where its release frees it, whichever thread releases it.
+        Ok((buf, inner.home(None, true), idx as u32))
+    }
+
+    /// Grows `buf` to `target` bytes outside the limit: the bytes it had on
+    /// the ledger stay there, the growth is an overdraft.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn grow_overdraft(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+        let extra = target - buf.capacity();
+        buf.raw_mut().try_grow(target)?;
+        self.ledger.overdraw(extra as u64, self.config.hard_limit);
+        Ok(())
+    }
+
+    /// Grants the calling thread's own idle buffers to the waiters, first
+    /// come first served, while the first waiter not yet granted wants a
+    /// buffer that one of them covers: of its own bucket first, else (with
+    /// `serve_larger`, the default) the smallest larger one, kept at its
+    /// capacity. The waiter reuses it (a hit of the buffer's bucket,
+    /// counted by its take) where the eviction that follows
+    /// (`reclaim_for_waiters`) would free it and the waiter would allocate
+    /// on the bytes. Runs where that eviction runs: a release while anyone
+    /// waits, and a wait as it joins the queue. Owner paths only (the
+    /// thread's own caches); a buffer that a race leaves with no waiter to
+    /// take it is freed, counted as evicted, as the eviction would have.
+    ///
+    /// Every caller then runs [`reclaim_for_waiters`](Self::reclaim_for_waiters)
+    /// (or is its loop), which serves the waiter behind one granted a
+    /// buffer if it fits in the memory free now.
+    pub(crate) fn grant_idle_to_waiters(&self) {
+        while let Some((want, _)) = self.ledger.waiters.first_for_buffer() {
+            let Some(idx) = usize::try_from(want)
+                .ok()
+                .and_then(|w| self.bucket_of_capacity(w))
+            else {
+                return;
+            };
+            let top = if self.config.serve_larger {
+                self.buckets.len()
+            } else {
+                idx + 1
+            };
+            // Not counted here: the waiter's take counts the hit.
+            let Some((b, buf, home)) =
+                (idx..top).find_map(|b| self.pop_own(b, false).map(|(buf, home)| (b, buf, home)))
+            else {
+                return;
+            };
+            let bytes = buf.capacity() as u64;
+            if let Err(buf) = self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
+                // Someone else is first now: freed, as an eviction.
+                let inner = self.bucket(b);
+                // SAFETY: the pool, which owns the cache, outlives this call.
+                let local = unsafe { home.local() };
+                inner.count_for(Some(local), |c| &c.evicted, 1);
+                inner.count_for(Some(local), |c| &c.dropped, 1);
+                drop(buf);
+                return;
             }
         }
     }
@@ -101,25 +321,5 @@ impl PoolShared {
         if short > 0 {
             self.free_idle(short, allocated);
         }
-    }
-
-    /// Frees idle buffers worth `short` bytes if it can, wherever they idle:
-    /// first what the calling thread reaches directly (its own caches, the
-    /// depots, the inboxes); then, if that is not enough, what other
-    /// threads' caches keep, taken into the depots ([`crate::steal`]: a
-    /// thread parked, or busy with other work, need not run again) and
-    /// freed from there. Returns the bytes freed. `salt` spreads the walks'
-    /// starts.
-    fn free_idle(&self, short: u64, salt: u64) -> u64 {
-        let start = idle::random_below(self.buckets.len(), salt);
-        let freed = self.evict_walk(short, None, start, usize::MAX);
-        if freed >= short {
-            return freed;
-        }
-        for recycler in self.buckets.iter().filter_map(Bucket::made) {
-            let inner = recycler.inner();
-            inner.store_all(inner.steal_quiet());
-        }
-        freed + self.evict_walk(short - freed, None, start, usize::MAX)
     }
 }

@@ -17,7 +17,7 @@ use crate::stats::Counters;
 
 impl PoolShared {
     /// `acquire` when the owner path found nothing: at the memory limit, an
-    /// overdraft ([`super::overdraft`]); panics, as `Vec::with_capacity`
+    /// overdraft ([`super::limit`]); panics, as `Vec::with_capacity`
     /// does, only for a size no allocation can have or when the allocator
     /// fails. Out of line, so that the inlined owner path stays small and
     /// returns its buffer in registers.
@@ -92,7 +92,7 @@ impl PoolShared {
             return Ok(larger);
         }
         // At the limit, a larger idle buffer rather than evict, wait or
-        // overdraw (`super::larger`); with room, a buffer of its own size.
+        // overdraw (`super::limit`); with room, a buffer of its own size.
         if self.limit_binds(bucket.capacity)
             && let Some(larger) = self.take_larger(idx)
         {
@@ -327,7 +327,7 @@ impl PoolShared {
     /// them too.
     ///
     /// A buffer larger than the waiter's request is granted whole (a
-    /// hit of its own bucket, to which it returns: see [`super::larger`]),
+    /// hit of its own bucket, to which it returns: see [`super::limit`]),
     /// if the waiter behind is one that it can serve when it comes back and
     /// that the bytes beyond the request would not grant now
     /// ([`shrinks`](Self::shrinks)); otherwise it is shrunk to the request
@@ -406,7 +406,7 @@ impl PoolShared {
     /// buffer itself can serve when it comes back (`next` at most its
     /// `capacity`). Then it is granted whole, and keeps its capacity
     /// and its bucket: the next waiter is granted it later instead of
-    /// waiting for bytes to allocate on (see [`super::larger`]).
+    /// waiting for bytes to allocate on (see [`super::limit`]).
     fn shrinks(&self, capacity: usize, excess: usize, next: u64) -> bool {
         let Some(limit) = self.ledger.limit() else {
             return true;

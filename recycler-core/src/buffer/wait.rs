@@ -23,7 +23,7 @@
 //! shrunk to the request first, and the bytes that frees serve the waiters
 //! behind, unless they would not serve the next waiter and the buffer can
 //! (then it goes whole, and serves that waiter when it comes back: see
-//! [`super::larger`]). Otherwise the release frees its buffer, and the free
+//! [`super::limit`]). Otherwise the release frees its buffer, and the free
 //! serves the queue as above. A waiter granted a buffer is followed by a
 //! serve of the queue: the waiters behind it, held up by it, may fit in
 //! the memory free. So under contention at the limit, where most acquires
@@ -118,19 +118,14 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::buf::Buf;
+use super::buckets::Parts;
 use super::guard::{OwnedPooledBuf, PooledBuf};
 use super::ledger::{Polled, Wake};
 use super::pool::BufferPool;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
 use crate::error::AcquireError;
-use crate::home::Home;
 use crate::loom::Arc;
-
-/// A buffer taken apart, for a guard to be made of: the buffer, its home,
-/// its origin.
-pub(crate) type Parts = (Box<Buf>, Home<Buf>, u32);
 
 /// How a wait reaches its pool: by reference, or through the `Arc` of an
 /// owned wait.
