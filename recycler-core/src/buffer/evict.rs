@@ -38,7 +38,7 @@ impl PoolShared {
         visits: usize,
     ) -> u64 {
         let n = self.buckets.len();
-        let bound = self.pool_local();
+        let bound = self.index.bound();
         let mut freed = 0;
         for i in 0..n.min(visits) {
             let b = (start + i) % n;

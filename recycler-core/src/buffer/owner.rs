@@ -30,7 +30,7 @@ impl PoolShared {
             return None;
         }
         gate::enter();
-        let popped = self.pool_local().and_then(|bound| {
+        let popped = self.index.bound().and_then(|bound| {
             // SAFETY: `idx` is a bucket (checked above).
             let local = unsafe { bound.cache(idx) };
             // SAFETY: a non-null cell is an open cache of this bucket that

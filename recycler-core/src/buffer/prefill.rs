@@ -123,7 +123,7 @@ impl PoolShared {
             return Some(Counted::No);
         };
         if !self.per_bucket() {
-            let pl = self.bind()?;
+            let pl = self.index.bind()?;
             return counted
                 .try_add(&pl.delta, bytes)
                 .then_some(Counted::In(counted, &pl.delta));

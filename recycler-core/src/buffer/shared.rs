@@ -21,23 +21,20 @@ use std::sync::OnceLock;
 
 use super::buf::Buf;
 use super::config::PoolConfig;
-use super::index::PoolLocal;
+use super::index::PoolIndex;
 use super::ledger::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
 use super::wait_counts::WaitCounts;
 use crate::cache::Local;
-use crate::claim::ClaimList;
 use crate::config::Config;
 use crate::idle::{Evict, IdleAccount};
 use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
-use crate::registry::{self, ExitFlush};
+use crate::registry::{ExitFlush, Token};
 use crate::shared::Shared;
 
 /// The shared state of a pool.
 pub(crate) struct PoolShared {
-    /// Unique for the life of the process; keys the threads' pool indexes.
-    pub(crate) id: u64,
     pub(crate) config: PoolConfig,
     /// `log2(bucket_step)` when it is a power of two and there is no
     /// `min_capacity`: a shift, and nothing else, on the acquire path (see
@@ -60,13 +57,12 @@ pub(crate) struct PoolShared {
     /// of a bucket weighing its capacity, the account the bucket's recycler
     /// counts in. It is counted in the delta cell of the thread's cache of
     /// the bucket (`max_idle_memory` alone counts in the thread's one cell
-    /// in its index, [`PoolLocal`]); under `max_idle_memory` too, that
-    /// cell's delta counts in the pool's account as well (its parent).
+    /// in its index, [`PoolLocal`](super::index::PoolLocal)); under
+    /// `max_idle_memory` too, that cell's delta counts in the pool's account
+    /// as well (its parent).
     pub(crate) bucket_idle: Box<[Arc<IdleAccount>]>,
     /// Each thread's index of its caches.
-    pub(crate) locals: ClaimList<PoolLocal>,
-    /// This pool, as the target of thread-exit hooks.
-    pub(crate) exit_hook: Weak<dyn ExitFlush>,
+    pub(crate) index: PoolIndex,
     pub(crate) oversize_acquires: StatCounter,
     pub(crate) oversize_releases: StatCounter,
     /// Waits for oversize buffers (and growths past `max_capacity`).
@@ -154,7 +150,6 @@ impl PoolShared {
         let counted = idle.clone().or_else(|| bucket_idle.first().cloned());
         let step = config.bucket_step;
         Self {
-            id: registry::new_key(),
             config,
             step_shift: (step.is_power_of_two() && config.min_capacity == 0)
                 .then(|| step.trailing_zeros()),
@@ -164,8 +159,7 @@ impl PoolShared {
             counted,
             bucket_idle,
             idle,
-            locals: ClaimList::new(),
-            exit_hook: this.clone(),
+            index: PoolIndex::new(n_buckets, this.clone()),
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
             oversize_waits: WaitCounts::default(),
@@ -266,10 +260,7 @@ impl PoolShared {
                 .map(|(b, acct)| acct.total(b.made().map_or(0, |r| r.inner().idle_deltas())))
                 .sum();
         };
-        let indexes = self
-            .locals
-            .iter()
-            .fold(0i64, |sum, pl| sum.wrapping_add(pl.delta.get()));
+        let indexes = self.index.deltas();
         let caches = self
             .buckets
             .iter()
@@ -351,6 +342,23 @@ impl Bucket {
     /// counted nothing.
     pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
         self.recycler.get()
+    }
+}
+
+impl ExitFlush for PoolShared {
+    /// Forgets the exiting thread's index in this pool
+    /// ([`PoolIndex::forget_on_exit`]).
+    unsafe fn forget_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the registry passes the pointer the index's `bind`
+        // registered with this hook (the trait's contract).
+        unsafe { self.index.forget_on_exit(local, token) };
+    }
+
+    /// Publishes the exiting thread's idle-memory delta and gives its index
+    /// up ([`PoolIndex::flush_on_exit`]).
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: as in `forget_on_exit`.
+        unsafe { self.index.flush_on_exit(local, token, self.idle.as_deref()) };
     }
 }
 

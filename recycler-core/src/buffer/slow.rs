@@ -7,6 +7,7 @@
 use super::buckets::{GROWN, OVERSIZE};
 use super::buf::Buf;
 use super::guard::PooledBuf;
+use super::index::PoolLocal;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
 use crate::error::AcquireError;
@@ -82,7 +83,7 @@ impl PoolShared {
             && let Some(mine) = inner.local_for_current()
         {
             // SAFETY: as above; nothing is pending in `mine`.
-            unsafe { self.index(pl, idx, mine) };
+            unsafe { pl.index(idx, mine) };
         }
         if let Some((mut buf, home)) = pooled {
             Buf::reset(&mut buf);
@@ -122,7 +123,7 @@ impl PoolShared {
     pub(crate) fn pop_grown(
         &self,
         idx: usize,
-        pl: Option<&super::index::PoolLocal>,
+        pl: Option<&PoolLocal>,
     ) -> Option<(Box<Buf>, Home<Buf>, u32)> {
         if !self.config.serve_larger {
             return None;
@@ -144,7 +145,7 @@ impl PoolShared {
         if self.config.striped.is_some() || !self.config.serve_larger {
             return None;
         }
-        self.pop_grown(idx, self.bind())
+        self.pop_grown(idx, self.index.bind())
     }
 
     /// A pooled buffer of bucket `idx` that the owner path did not find, if
@@ -162,7 +163,7 @@ impl PoolShared {
         {
             // SAFETY: `count_in_thread_delta` bound the calling thread's
             // index, and `take_pooled` sent what was pending in its cache.
-            unsafe { self.index(pl, idx, mine) };
+            unsafe { pl.index(idx, mine) };
         }
         Some((buf, home))
     }
@@ -425,8 +426,8 @@ impl PoolShared {
     /// (see [`super::index`]). Indexed, a cache this release claimed (the
     /// home of a buffer whose thread has exited, say) is one the owner paths
     /// and the eviction walks find.
-    fn index_unless_pending(&self, b: usize, pl: Option<&super::index::PoolLocal>) {
-        let (Some(pl), Some(bound)) = (pl, self.pool_local()) else {
+    fn index_unless_pending(&self, b: usize, pl: Option<&PoolLocal>) {
+        let (Some(pl), Some(bound)) = (pl, self.index.bound()) else {
             return;
         };
         let Some(mine) = self.bucket(b).local_for_current() else {
@@ -437,7 +438,7 @@ impl PoolShared {
             // thread the owner of `pl`; `mine` is its cache of bucket `b`,
             // with nothing pending, whose idle cell names the thread's delta
             // cell (`count_in_thread_delta`).
-            unsafe { self.index(pl, b, mine) };
+            unsafe { pl.index(b, mine) };
         } else {
             // SAFETY: `b` is a bucket.
             unsafe { bound.unset(b) };
@@ -453,12 +454,12 @@ impl PoolShared {
     /// `max_idle_per_bucket`, in the cache's own cell of the bucket's
     /// account (one delta per thread and bucket). Returns the index, if the
     /// thread is not exiting.
-    fn count_in_thread_delta(&self, b: usize) -> Option<&super::index::PoolLocal> {
+    fn count_in_thread_delta(&self, b: usize) -> Option<&PoolLocal> {
         if self.config.striped.is_some() {
             // No thread has a cache or an index: the stripes count.
             return None;
         }
-        let pl = self.bind()?;
+        let pl = self.index.bind()?;
         if let Some(mine) = self.bucket(b).local_for_current() {
             let cell: *const DeltaCell = if self.counted.is_none() {
                 std::ptr::null()
