@@ -1,58 +1,28 @@
-//! The buffers a pool lends: [`PooledBuf`] borrows its pool,
-//! [`OwnedPooledBuf`] holds it in an `Arc`. Both return their buffer to the
-//! pool when dropped, and share one Vec-like API, written once in
-//! [`vec_like`]; growth and its limit checks are here.
+//! [`PooledBuf`]: the buffer a pool lends, which borrows its pool and
+//! returns its buffer there when dropped. Its `'static` twin,
+//! [`OwnedPooledBuf`](super::OwnedPooledBuf), is in [`super::owned`]; the
+//! Vec-like API and the trait impls of both, in [`super::vec_like`].
 
-use std::borrow::{Borrow, BorrowMut, Cow};
-use std::cmp::Ordering;
-use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::io;
-use std::mem::{ManuallyDrop, MaybeUninit};
-use std::ops::{Deref, DerefMut};
+use std::mem::ManuallyDrop;
 
-use super::buckets::GROWN;
 use super::buf::Buf;
 use super::loan::Loan;
-use super::pool::BufferPool;
-use super::raw::AlignedBuf;
 use super::shared::PoolShared;
-use crate::error::AcquireError;
 use crate::home::Home;
-use crate::loom::Arc;
 
-/// How a buffer reaches its pool.
-trait PoolRef {
-    fn pool_inner(&self) -> &PoolShared;
-}
-
-impl PoolRef for &PoolShared {
-    #[inline(always)]
-    fn pool_inner(&self) -> &PoolShared {
-        self
-    }
-}
-
-impl PoolRef for Arc<BufferPool> {
-    #[inline(always)]
-    fn pool_inner(&self) -> &PoolShared {
-        self.shared()
-    }
-}
-
-/// A byte buffer on loan from a [`BufferPool`]; returns to the pool when
+/// A byte buffer on loan from a [`BufferPool`](super::BufferPool); returns to the pool when
 /// dropped.
 ///
 /// Dereferences to the written part, `[u8]`, starting at the buffer's first
 /// byte; grows like a `Vec<u8>` ([`push`](Self::push),
-/// [`extend_from_slice`](Self::extend_from_slice), [`io::Write`]). Reads
+/// [`extend_from_slice`](Self::extend_from_slice), [`io::Write`](std::io::Write)). Reads
 /// from sockets can fill [`spare_capacity_mut`](Self::spare_capacity_mut)
 /// and then [`set_len`](Self::set_len); with the `bytes` feature it is a
 /// `bytes::BufMut`, which tokio's `read_buf` fills.
 ///
 /// A buffer that grew past its bucket's capacity returns to the bucket of
 /// its new capacity, or is freed if it grew past `max_capacity`. The buffer
-/// borrows its pool; use [`OwnedPooledBuf`] for one that must be `'static`.
+/// borrows its pool; use [`OwnedPooledBuf`](super::OwnedPooledBuf) for one that must be `'static`.
 ///
 /// Like a `Vec<u8>`, it is `AsRef<[u8]>` and `Borrow<[u8]>` (a set of
 /// buffers is searched by `&[u8]`), compares, orders and hashes as its
@@ -100,42 +70,12 @@ impl PoolRef for Arc<BufferPool> {
 /// assert!(buf != *b"ab" && owned != b"abcd".to_vec());
 /// ```
 pub struct PooledBuf<'a> {
-    pool: &'a PoolShared,
-    buf: ManuallyDrop<Loan>,
-    home: Home<Buf>,
+    pub(super) pool: &'a PoolShared,
+    pub(super) buf: ManuallyDrop<Loan>,
+    pub(super) home: Home<Buf>,
     /// The bucket the buffer came from, or `OVERSIZE`; marked `GROWN` once
     /// the buffer has grown.
-    origin: u32,
-}
-
-/// A byte buffer on loan from a [`BufferPool`] in an `Arc`: `'static`, so it
-/// can move into threads and tasks. Returns to the pool when dropped.
-///
-/// Made by [`BufferPool::acquire_owned`]; otherwise the same as
-/// [`PooledBuf`], with the same traits and comparisons. The buffer keeps the
-/// pool alive. With the `bytes` feature,
-/// `into_bytes` turns it into a `bytes::Bytes` without copying, whose last
-/// clone returns the memory to the pool.
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::Arc;
-/// use recycler_core::buffer::{BufferPool, OwnedPooledBuf};
-///
-/// let pool = Arc::new(BufferPool::new());
-/// let mut buf: OwnedPooledBuf = pool.acquire_owned(100);
-/// let task = std::thread::spawn(move || {
-///     buf.extend_from_slice(b"moved");
-///     buf.len()
-/// });
-/// assert_eq!(task.join().unwrap(), 5);
-/// ```
-pub struct OwnedPooledBuf {
-    pool: Arc<BufferPool>,
-    buf: ManuallyDrop<Loan>,
-    home: Home<Buf>,
-    origin: u32,
+    pub(super) origin: u32,
 }
 
 // SAFETY: the guard owns its buffer (`Buf: Send`); `&PoolShared` is shared
@@ -146,11 +86,6 @@ unsafe impl Send for PooledBuf<'_> {}
 // SAFETY: through `&PooledBuf` only `&[u8]` and lengths are reachable;
 // release needs `&mut` (drop).
 unsafe impl Sync for PooledBuf<'_> {}
-// SAFETY: as for `PooledBuf`; `Arc<BufferPool>` is `Send + Sync`.
-unsafe impl Send for OwnedPooledBuf {}
-// SAFETY: as for `PooledBuf`.
-unsafe impl Sync for OwnedPooledBuf {}
-
 impl<'a> PooledBuf<'a> {
     /// A guard of `buf`, just taken from `pool` (recorded with the caller of
     /// the `#[track_caller]` acquire that took it, with feature `track`).
@@ -239,136 +174,3 @@ impl std::panic::UnwindSafe for PooledBuf<'_> {}
 /// assert_eq!(catch_unwind(|| buf.capacity()).unwrap(), 4096);
 /// ```
 impl std::panic::RefUnwindSafe for PooledBuf<'_> {}
-
-/// As for [`PooledBuf`].
-///
-/// # Examples
-///
-/// ```
-/// use std::panic::catch_unwind;
-/// use std::sync::Arc;
-/// use recycler_core::buffer::BufferPool;
-///
-/// let pool = Arc::new(BufferPool::new());
-/// let mut buf = pool.acquire_owned(10);
-/// assert!(catch_unwind(move || buf.push(1)).is_ok());
-/// ```
-impl std::panic::UnwindSafe for OwnedPooledBuf {}
-
-/// As for [`PooledBuf`].
-///
-/// # Examples
-///
-/// ```
-/// use std::panic::catch_unwind;
-/// use std::sync::Arc;
-/// use recycler_core::buffer::BufferPool;
-///
-/// let pool = Arc::new(BufferPool::new());
-/// let buf = pool.acquire_owned(10);
-/// assert!(catch_unwind(|| buf.is_empty()).unwrap());
-/// ```
-impl std::panic::RefUnwindSafe for OwnedPooledBuf {}
-
-impl OwnedPooledBuf {
-    /// A guard of `buf`, which the caller has tracked (feature `track`): a
-    /// `PooledBuf` taken apart keeps its record.
-    pub(crate) fn new(pool: Arc<BufferPool>, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
-        Self {
-            pool,
-            buf: ManuallyDrop::new(Loan::new(buf)),
-            home,
-            origin,
-        }
-    }
-
-    /// The pool the buffer returns to (a `FrameBuf` takes its next buffer
-    /// from it).
-    #[cfg(feature = "bytes")]
-    pub(crate) fn pool(&self) -> &Arc<BufferPool> {
-        &self.pool
-    }
-}
-
-/// Makes room for `additional` more bytes, or says why not; past the memory
-/// limit as an overdraft if `overdraft` (see [`super::limit`]), else
-/// the limit's error. `origin` is the guard's, marked [`GROWN`] if the
-/// buffer grows.
-#[inline]
-pub(super) fn try_reserve(
-    pool: &PoolShared,
-    loan: &mut Loan,
-    origin: &mut u32,
-    additional: usize,
-    overdraft: bool,
-) -> Result<(), AcquireError> {
-    if loan.capacity() - loan.len() >= additional {
-        return Ok(());
-    }
-    let len = loan.len();
-    let grown = grow(pool, loan.buf_mut(), len, *origin, additional, overdraft);
-    loan.refresh();
-    *origin = grown?;
-    Ok(())
-}
-
-/// Grows `buf`, whose length is `len` (the loan's), to hold `additional`
-/// more bytes; returns the guard's `origin`, marked [`GROWN`]. Out of line,
-/// and given the buffer and values rather than the guard's fields by
-/// address, so that the guard's fields stay in registers on the paths that
-/// do not grow.
-#[cold]
-#[inline(never)]
-fn grow(
-    pool: &PoolShared,
-    buf: &mut Buf,
-    len: usize,
-    origin: u32,
-    additional: usize,
-    overdraft: bool,
-) -> Result<u32, AcquireError> {
-    // `len + additional` overflowing is one more size no buffer can have:
-    // the same error, with `requested` saturated.
-    let needed = len.checked_add(additional).ok_or(AcquireError::TooLarge {
-        requested: usize::MAX,
-        max: AlignedBuf::max_capacity(buf.alignment()),
-    })?;
-    // SAFETY: `len` is the loan's length: within the capacity, initialized.
-    unsafe { buf.set_len(len) };
-    pool.grow(buf, needed, overdraft)?;
-    // The release sees at once that the buffer left its bucket's capacity.
-    Ok(origin | GROWN)
-}
-
-/// Makes room for `additional` more bytes: past the memory limit as an
-/// overdraft; panics, as `Vec` does, only for a size no buffer can have or
-/// when the allocator fails.
-#[inline]
-fn reserve(pool: &PoolShared, loan: &mut Loan, origin: &mut u32, additional: usize) {
-    if loan.capacity() - loan.len() < additional {
-        let len = loan.len();
-        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional);
-        loan.refresh();
-    }
-}
-
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn grow_or_panic(
-    pool: &PoolShared,
-    buf: &mut Buf,
-    len: usize,
-    origin: u32,
-    additional: usize,
-) -> u32 {
-    match grow(pool, buf, len, origin, additional, true) {
-        Ok(origin) => origin,
-        Err(err) => panic!("pooled buffer cannot grow: {err}"),
-    }
-}
-
-mod vec_like;
-
-#[cfg(all(test, not(loom)))]
-mod tests;

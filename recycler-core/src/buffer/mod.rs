@@ -85,11 +85,14 @@ mod config;
 mod evict;
 #[cfg(feature = "bytes")]
 mod frame;
+mod grow;
 mod guard;
+mod handle;
 mod index;
 mod ledger;
 mod limit;
 mod loan;
+mod owned;
 mod owner;
 mod pool;
 mod prefill;
@@ -99,13 +102,16 @@ mod scope;
 mod shared;
 mod slow;
 mod stats;
+mod vec_like;
 mod wait;
 mod wait_counts;
 
 pub use self::builder::BufferPoolBuilder;
 #[cfg(feature = "bytes")]
 pub use self::frame::FrameBuf;
-pub use self::guard::{OwnedPooledBuf, PooledBuf};
-pub use self::pool::{BufferPool, BufferPoolHandle};
+pub use self::guard::PooledBuf;
+pub use self::handle::BufferPoolHandle;
+pub use self::owned::OwnedPooledBuf;
+pub use self::pool::BufferPool;
 pub use self::scope::Scope;
 pub use self::stats::{BucketStats, BufferPoolStats};

@@ -12,8 +12,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use super::config::PoolConfig;
-use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::scope::Scope;
+use super::guard::PooledBuf;
 use super::shared::{Bucket, PoolShared};
 use super::stats::BufferPoolStats;
 use super::wait::{Acquire, AcquireOwned};
@@ -63,6 +62,26 @@ use crate::loom::{Arc, Weak};
 /// ```
 pub struct BufferPool {
     shared: Arc<PoolShared>,
+}
+
+/// How a guard or a wait reaches its pool's shared state: a borrowed one by
+/// reference, an owned one through the `Arc` of its [`BufferPool`].
+pub(crate) trait PoolRef {
+    fn pool_shared(&self) -> &PoolShared;
+}
+
+impl PoolRef for &PoolShared {
+    #[inline(always)]
+    fn pool_shared(&self) -> &PoolShared {
+        self
+    }
+}
+
+impl PoolRef for Arc<BufferPool> {
+    #[inline(always)]
+    fn pool_shared(&self) -> &PoolShared {
+        self.shared()
+    }
 }
 
 impl BufferPool {
@@ -233,117 +252,6 @@ impl BufferPool {
         Some(PooledBuf::new(shared, buf, home, origin))
     }
 
-    /// Like [`try_acquire_pooled`](Self::try_acquire_pooled), for a pool in
-    /// an `Arc`: an owned, `'static` buffer, if the pool holds one; never
-    /// allocates, never waits. The counterpart of
-    /// [`Recycler::try_get_owned`](crate::Recycler::try_get_owned).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = Arc::new(BufferPool::new());
-    /// assert!(pool.try_acquire_owned_pooled(100).is_none()); // nothing pooled yet
-    /// drop(pool.acquire(100));
-    /// let buf = pool.try_acquire_owned_pooled(100).unwrap();
-    /// std::thread::spawn(move || assert_eq!(buf.capacity(), 4096)).join().unwrap();
-    /// assert_eq!(pool.stats().buckets[0].pooled, 1);
-    /// ```
-    #[inline]
-    #[cfg_attr(feature = "track", track_caller)]
-    #[doc(alias = "try_acquire_pooled_owned")]
-    pub fn try_acquire_owned_pooled(self: &Arc<Self>, capacity: usize) -> Option<OwnedPooledBuf> {
-        let (buf, home, origin) = self.try_acquire_pooled(capacity)?.into_parts();
-        Some(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
-    }
-
-    /// Like [`acquire`](Self::acquire), for a pool in an `Arc`: the buffer
-    /// holds a clone of the `Arc`, so it is `'static` and can move into
-    /// threads and tasks.
-    ///
-    /// # Panics
-    ///
-    /// As [`acquire`](Self::acquire).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = Arc::new(BufferPool::new());
-    /// let mut buf = pool.acquire_owned(100);
-    /// std::thread::spawn(move || buf.extend_from_slice(b"away")).join().unwrap();
-    /// assert_eq!(pool.stats().buckets[0].releases, 1);
-    /// ```
-    #[cfg_attr(feature = "track", track_caller)]
-    pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
-        let (buf, home, origin) = self.acquire(capacity).into_parts();
-        OwnedPooledBuf::new(Arc::clone(self), buf, home, origin)
-    }
-
-    /// Like [`try_acquire`](Self::try_acquire), for a pool in an `Arc`; see
-    /// [`acquire_owned`](Self::acquire_owned).
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire`](Self::try_acquire).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = Arc::new(BufferPool::builder().memory_limit(4096).build()?);
-    /// let a = pool.try_acquire_owned(4096);
-    /// assert!(a.is_ok());
-    /// assert!(pool.try_acquire_owned(4096).is_err());
-    /// # Ok::<(), recycler_core::ConfigError>(())
-    /// ```
-    #[cfg_attr(feature = "track", track_caller)]
-    pub fn try_acquire_owned(
-        self: &Arc<Self>,
-        capacity: usize,
-    ) -> Result<OwnedPooledBuf, AcquireError> {
-        let buf = self.try_acquire(capacity)?;
-        let (buf, home, origin) = buf.into_parts();
-        Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
-    }
-
-    /// A scope that allocates byte slices from this pool and returns all of
-    /// them when it drops (Panama's pool-bound allocator).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = BufferPool::new();
-    /// {
-    ///     let scope = pool.scope();
-    ///     let a = scope.alloc_zeroed(100);
-    ///     let b = scope.alloc(200);
-    ///     a[0] = 1;
-    ///     b[0] = 2;
-    ///     assert_eq!((a.len(), b.len()), (100, 200));
-    /// } // the scope's buffer (one of 4 KiB holds both) back in the pool
-    /// assert_eq!(pool.stats().idle_memory, 4096);
-    /// ```
-    pub fn scope(&self) -> Scope<'_> {
-        Scope::new(self)
-    }
-
-    /// The capacity of the buffers a scope bump-allocates its slices from
-    /// (a bucket's, at most 64 KiB), the alignment of every buffer, and the
-    /// bucket step.
-    #[inline]
-    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
-        self.shared.scope_chunk
-    }
-
     /// A snapshot of the pool's counters, summed over all threads: exact once
     /// all threads are quiet. See [`BufferPoolStats`].
     ///
@@ -472,14 +380,14 @@ impl BufferPool {
     pub(crate) fn shared(&self) -> &PoolShared {
         &self.shared
     }
-}
 
-/// `acquire`'s panic (a size no allocation can have, the allocator
-/// failing), out of line.
-#[cold]
-#[inline(never)]
-pub(crate) fn acquire_failed(err: &AcquireError) -> ! {
-    panic!("BufferPool::acquire: {err}")
+    /// Another `BufferPool` of the same pool (its buckets, limits and
+    /// counters): what a [`BufferPoolHandle`](super::BufferPoolHandle) holds.
+    pub(crate) fn sharing(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
 }
 
 // Unwind safety: a buffer pool runs no user code inside its own critical
@@ -553,10 +461,7 @@ impl fmt::Debug for BufferPool {
     }
 }
 
-mod handle;
 mod waiting;
-
-pub use self::handle::BufferPoolHandle;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

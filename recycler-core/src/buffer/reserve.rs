@@ -101,7 +101,7 @@ impl Future for WaitToGrow<'_> {
                 }
                 let (target, extra) = this.plan()?;
                 if !pool.under_pressure() {
-                    match super::guard::try_reserve(
+                    match super::grow::try_reserve(
                         pool,
                         this.loan,
                         this.origin,

@@ -122,6 +122,39 @@ impl Drop for Held<'_> {
 // the scope, which is not `Sync`, so one thread at a time allocates from it.
 unsafe impl Send for Scope<'_> {}
 
+impl BufferPool {
+    /// A scope that allocates byte slices from this pool and returns all of
+    /// them when it drops (Panama's pool-bound allocator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::new();
+    /// {
+    ///     let scope = pool.scope();
+    ///     let a = scope.alloc_zeroed(100);
+    ///     let b = scope.alloc(200);
+    ///     a[0] = 1;
+    ///     b[0] = 2;
+    ///     assert_eq!((a.len(), b.len()), (100, 200));
+    /// } // the scope's buffer (one of 4 KiB holds both) back in the pool
+    /// assert_eq!(pool.stats().idle_memory, 4096);
+    /// ```
+    pub fn scope(&self) -> Scope<'_> {
+        Scope::new(self)
+    }
+
+    /// The capacity of the buffers a scope bump-allocates its slices from
+    /// (a bucket's, at most 64 KiB), the alignment of every buffer, and the
+    /// bucket step.
+    #[inline]
+    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
+        self.shared().scope_chunk
+    }
+}
+
 impl<'a> Scope<'a> {
     pub(crate) fn new(pool: &'a BufferPool) -> Self {
         let (chunk, align, step) = pool.scope_chunk();

@@ -11,11 +11,14 @@
 //! Readers (statistics, `trim`, eviction) skip the buckets not made yet,
 //! which hold nothing.
 //!
-//! The paths live in files of their own, each an `impl PoolShared` block:
-//! bucket selection and growth ([`super::buckets`]), the per-thread index
-//! ([`super::index`]), the owner paths ([`super::owner`]), the slow paths
-//! ([`super::slow`]), eviction ([`super::evict`]) and the limit
-//! ([`super::limit`]).
+//! Its parts live below it: the settings ([`super::config`]), the ledger
+//! and its queue of waiters ([`super::ledger`]), the per-thread index
+//! ([`super::index`]). The paths live above it, in files of their own, each
+//! an `impl PoolShared` block: bucket selection ([`super::buckets`]), the
+//! owner paths ([`super::owner`]), eviction ([`super::evict`]), the limit
+//! ([`super::limit`]), growth ([`super::grow`]), prefill
+//! ([`super::prefill`]), the slow paths ([`super::slow`]) and the waits
+//! ([`super::wait`]).
 
 use std::sync::OnceLock;
 

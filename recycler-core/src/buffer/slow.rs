@@ -34,7 +34,7 @@ impl PoolShared {
         };
         match got {
             Ok((buf, home, origin)) => PooledBuf::new(self, buf, home, origin),
-            Err(err) => super::pool::acquire_failed(&err),
+            Err(err) => acquire_failed(&err),
         }
     }
 
@@ -472,4 +472,12 @@ impl PoolShared {
         }
         Some(pl)
     }
+}
+
+/// `acquire`'s panic (a size no allocation can have, the allocator
+/// failing), out of line.
+#[cold]
+#[inline(never)]
+fn acquire_failed(err: &AcquireError) -> ! {
+    panic!("BufferPool::acquire: {err}")
 }

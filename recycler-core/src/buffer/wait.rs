@@ -119,35 +119,18 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::buckets::Parts;
-use super::guard::{OwnedPooledBuf, PooledBuf};
+use super::guard::PooledBuf;
 use super::ledger::{Polled, Wake};
-use super::pool::BufferPool;
+use super::owned::OwnedPooledBuf;
+use super::pool::{BufferPool, PoolRef};
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::loom::Arc;
 
-/// How a wait reaches its pool: by reference, or through the `Arc` of an
-/// owned wait.
-pub(crate) trait PoolHandle {
-    fn pool(&self) -> &PoolShared;
-}
-
-impl PoolHandle for &PoolShared {
-    fn pool(&self) -> &PoolShared {
-        self
-    }
-}
-
-impl PoolHandle for Arc<BufferPool> {
-    fn pool(&self) -> &PoolShared {
-        self.shared()
-    }
-}
-
 /// One acquire that may wait for memory; leaves the queue when dropped
 /// (see the module docs).
-pub(crate) struct Waiting<P: PoolHandle> {
+pub(crate) struct Waiting<P: PoolRef> {
     pool: P,
     capacity: usize,
     /// In the queue: the waiter's id and the bytes of its request.
@@ -158,7 +141,7 @@ pub(crate) struct Waiting<P: PoolHandle> {
     at: &'static std::panic::Location<'static>,
 }
 
-impl<P: PoolHandle> Waiting<P> {
+impl<P: PoolRef> Waiting<P> {
     #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn new(pool: P, capacity: usize) -> Self {
         Self {
@@ -173,14 +156,14 @@ impl<P: PoolHandle> Waiting<P> {
     /// Records the buffer the wait got (feature `track`).
     #[cfg(feature = "track")]
     fn track(&self, parts: &Parts) {
-        self.pool.pool().track(&parts.0, self.at);
+        self.pool.pool_shared().track(&parts.0, self.at);
     }
 
     /// Moves the wait on: the buffer, once there is one; the error, if there
     /// can never be one; else `Pending`, and `waker` is woken when it is
     /// worth polling again (`None`: the calling thread is unparked).
     pub(crate) fn poll(&mut self, waker: Option<&Waker>) -> Poll<Result<Parts, AcquireError>> {
-        let pool = self.pool.pool();
+        let pool = self.pool.pool_shared();
         let idx = pool.bucket_index(self.capacity);
         loop {
             let Some((id, _)) = self.queued else {
@@ -243,7 +226,7 @@ impl<P: PoolHandle> Waiting<P> {
     /// Gives up waiting (a blocking wait's deadline): the buffer if it was
     /// granted meanwhile, else `LimitExceeded` with the numbers as they are.
     fn give_up(&mut self) -> Result<Parts, AcquireError> {
-        let pool = self.pool.pool();
+        let pool = self.pool.pool_shared();
         let idx = pool.bucket_index(self.capacity);
         let bytes = match self.queued.take() {
             Some((id, bytes)) => {
@@ -268,10 +251,10 @@ impl<P: PoolHandle> Waiting<P> {
     }
 }
 
-impl<P: PoolHandle> Drop for Waiting<P> {
+impl<P: PoolRef> Drop for Waiting<P> {
     fn drop(&mut self) {
         if let Some((id, _)) = self.queued.take() {
-            let pool = self.pool.pool();
+            let pool = self.pool.pool_shared();
             let ledger = &pool.ledger;
             let entry = pool.bucket_index(self.capacity).min(pool.buckets.len());
             pool.waits_left(entry);

@@ -3,6 +3,7 @@
 //! ([`BufferPool::acquire_async`]); both go through [`crate::buffer::wait`].
 
 use super::*;
+use crate::buffer::owned::OwnedPooledBuf;
 
 impl BufferPool {
     /// Like [`try_acquire`](Self::try_acquire), but at the `memory_limit`

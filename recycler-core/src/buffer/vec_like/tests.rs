@@ -1,4 +1,5 @@
 use super::*;
+use crate::buffer::BufferPool;
 use static_assertions::{assert_impl_all, const_assert};
 use std::io::Write;
 use std::mem::size_of;
