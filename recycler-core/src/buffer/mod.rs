@@ -97,14 +97,12 @@ mod owner;
 mod pool;
 mod prefill;
 mod raw;
-pub(crate) mod reserve;
 mod scope;
 mod shared;
 mod slow;
 mod stats;
 mod vec_like;
 mod wait;
-mod wait_counts;
 
 pub use self::builder::BufferPoolBuilder;
 #[cfg(feature = "bytes")]

@@ -1,21 +1,20 @@
-//! [`BufferPool`]: the public handle of a pool of byte buffers in buckets by
-//! capacity, each bucket a [`Recycler`](crate::Recycler) of buffers, under
-//! one idle-memory account and one memory ledger. It holds the shared state
-//! ([`PoolShared`]) and passes each call to the path that serves it: the owner
-//! paths ([`super::owner`]), the slow paths ([`super::slow`]), eviction
-//! ([`super::evict`]), the limit ([`super::limit`]), waiting for memory
-//! ([`super::wait`], through the methods in [`waiting`]) and prefill
-//! ([`super::prefill`]).
+//! [`BufferPool`]: a pool of byte buffers in buckets by capacity, each
+//! bucket a [`Recycler`](crate::Recycler) of buffers, under one idle-memory
+//! account and one memory ledger. It holds the shared state
+//! ([`PoolShared`]) and passes each call to the path that serves it: the
+//! owner paths ([`super::owner`]), the slow paths ([`super::slow`]), the
+//! limit ([`super::limit`]) and prefill ([`super::prefill`]). The methods
+//! that make something other than a borrowed buffer live beside what they
+//! make: the builder ([`super::builder`]), owned buffers
+//! ([`super::owned`]), scopes ([`super::scope`]), handles
+//! ([`super::handle`]) and the waits for memory ([`super::wait`]).
 
 use std::fmt;
-use std::future::Future;
-use std::time::Duration;
 
 use super::config::PoolConfig;
 use super::guard::PooledBuf;
 use super::shared::{Bucket, PoolShared};
 use super::stats::BufferPoolStats;
-use super::wait::{Acquire, AcquireOwned};
 use crate::error::AcquireError;
 use crate::loom::{Arc, Weak};
 
@@ -460,8 +459,6 @@ impl fmt::Debug for BufferPool {
             .finish_non_exhaustive()
     }
 }
-
-mod waiting;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

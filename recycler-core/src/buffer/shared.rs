@@ -27,7 +27,6 @@ use super::config::PoolConfig;
 use super::index::PoolIndex;
 use super::ledger::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
-use super::wait_counts::WaitCounts;
 use crate::cache::Local;
 use crate::config::Config;
 use crate::idle::{Evict, IdleAccount};
@@ -95,6 +94,56 @@ pub(crate) struct Bucket {
     /// Waits at the memory limit for buffers of this bucket (or growths to
     /// its capacity).
     pub(crate) waits: WaitCounts,
+}
+
+/// The waiting counts of one entry of the statistics (a bucket, or the
+/// oversize buffers): how many wait for memory at the limit now, and how
+/// many waited, gave up or were cancelled. Touched only on the waiting paths
+/// (a wait joining or leaving the queue, [`super::wait`]), never on an
+/// acquire or release that does not wait.
+#[derive(Debug, Default)]
+pub(crate) struct WaitCounts {
+    /// In the queue now.
+    waiting: StatCounter,
+    /// Joined the queue, ever.
+    waits: StatCounter,
+    /// Blocking waits that gave up at their deadline.
+    timeouts: StatCounter,
+    /// Async waits dropped while in the queue.
+    cancelled: StatCounter,
+}
+
+impl WaitCounts {
+    /// `(waiting, waits, timeouts, cancelled)`, as read now.
+    pub(crate) fn read(&self) -> (u64, u64, u64, u64) {
+        (
+            self.waiting.load(Relaxed),
+            self.waits.load(Relaxed),
+            self.timeouts.load(Relaxed),
+            self.cancelled.load(Relaxed),
+        )
+    }
+
+    /// A wait joined the queue.
+    pub(crate) fn joined(&self) {
+        self.waits.fetch_add(1, Relaxed);
+        self.waiting.fetch_add(1, Relaxed);
+    }
+
+    /// A wait left the queue (served, gave up or cancelled).
+    pub(crate) fn left(&self) {
+        self.waiting.fetch_sub(1, Relaxed);
+    }
+
+    /// A blocking wait gave up at its deadline.
+    pub(crate) fn timed_out(&self) {
+        self.timeouts.fetch_add(1, Relaxed);
+    }
+
+    /// An async wait was dropped while in the queue.
+    pub(crate) fn cancelled(&self) {
+        self.cancelled.fetch_add(1, Relaxed);
+    }
 }
 
 impl PoolShared {

@@ -14,6 +14,7 @@ use super::grow::{reserve, try_reserve};
 use super::guard::PooledBuf;
 use super::owned::OwnedPooledBuf;
 use super::pool::PoolRef;
+use super::wait::WaitToGrow;
 use crate::error::AcquireError;
 use crate::guard_docs::guard_docs;
 
@@ -448,7 +449,7 @@ macro_rules! buf_api {
                     additional: usize,
                 ) -> impl std::future::Future<Output = Result<(), AcquireError>> + Send + '_ {
                     let pool = self.pool.pool_shared();
-                    crate::buffer::reserve::WaitToGrow::new(
+                    WaitToGrow::new(
                         pool,
                         &mut self.buf,
                         &mut self.origin,
