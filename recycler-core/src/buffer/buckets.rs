@@ -31,7 +31,7 @@ impl PoolShared {
     /// [`bucket_index_checked`]: Self::bucket_index_checked
     #[inline(always)]
     pub(crate) fn bucket_index(&self, capacity: usize) -> usize {
-        match self.step_shift {
+        match self.step_shift() {
             Some(shift) => capacity.saturating_sub(1) >> shift,
             None => self.bucket_index_checked(capacity),
         }
@@ -41,11 +41,11 @@ impl PoolShared {
     /// of two, or with a `min_capacity`.
     #[inline]
     fn bucket_index_checked(&self, capacity: usize) -> usize {
-        if capacity < self.config.min_capacity {
+        if capacity < self.config().min_capacity {
             return usize::MAX;
         }
         let n = capacity.saturating_sub(1);
-        let step = self.config.bucket_step;
+        let step = self.config().bucket_step;
         if step.is_power_of_two() {
             n >> step.trailing_zeros()
         } else {
@@ -55,8 +55,10 @@ impl PoolShared {
 
     /// The bucket whose buffers have exactly `capacity` bytes, if any.
     pub(crate) fn bucket_of_capacity(&self, capacity: usize) -> Option<usize> {
-        let step = self.config.bucket_step;
-        (capacity.is_multiple_of(step) && capacity >= step && capacity <= self.config.max_capacity)
+        let step = self.config().bucket_step;
+        (capacity.is_multiple_of(step)
+            && capacity >= step
+            && capacity <= self.config().max_capacity)
             .then(|| capacity / step - 1)
     }
 }

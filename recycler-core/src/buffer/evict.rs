@@ -37,8 +37,8 @@ impl PoolShared {
         start: usize,
         visits: usize,
     ) -> u64 {
-        let n = self.buckets.len();
-        let bound = self.index.bound();
+        let n = self.buckets().len();
+        let bound = self.index().bound();
         let mut freed = 0;
         for i in 0..n.min(visits) {
             let b = (start + i) % n;
@@ -51,7 +51,7 @@ impl PoolShared {
             // bucket (alive with the pool) that the calling thread owns.
             let own = unsafe { own.as_ref() }.map(|local| unsafe { Mine::new(local) });
             // A bucket not made holds nothing.
-            let Some(recycler) = self.buckets[b].made() else {
+            let Some(recycler) = self.buckets()[b].made() else {
                 continue;
             };
             freed += recycler.inner().evict(want - freed, own);
@@ -65,7 +65,7 @@ impl PoolShared {
 
 impl Evict for PoolShared {
     fn evict_others(&self, want: u64, skip: usize) -> u64 {
-        let start = idle::random_below(self.buckets.len(), want);
+        let start = idle::random_below(self.buckets().len(), want);
         self.evict_walk(want, Some(skip), start, MAX_WALK)
     }
 }

@@ -37,8 +37,8 @@ impl PoolShared {
         if needed <= cap {
             return Ok(cap);
         }
-        let step = self.config.bucket_step;
-        let max = self.config.max_capacity;
+        let step = self.config().bucket_step;
+        let max = self.config().max_capacity;
         let doubled = cap.saturating_mul(2).max(needed);
         let target = if needed <= max {
             doubled.min(max).div_ceil(step) * step
@@ -86,7 +86,7 @@ impl PoolShared {
                 Ok(())
             }
             Err(err) => {
-                self.ledger.free(extra as u64);
+                self.ledger().free(extra as u64);
                 Err(err)
             }
         }

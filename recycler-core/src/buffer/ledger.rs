@@ -81,15 +81,15 @@ pub(crate) struct Ledger<B> {
     /// `u64::MAX` for no limit.
     limit: u64,
     /// Those waiting for memory, first come first served.
-    pub(crate) waiters: WaitQueue<B>,
+    waiters: WaitQueue<B>,
     /// Bytes allocated now outside the limit: overdrafts (see
     /// [`super::limit`]). Touched only when an overdraft is made or
     /// freed.
     overdraft: StatCounter,
     /// Overdrafts made: acquires and growths served outside the limit.
-    pub(crate) overdrafts: StatCounter,
+    overdrafts: StatCounter,
     /// Overdrafts made by a pool with `hard_limit(true)`.
-    pub(crate) violations: StatCounter,
+    violations: StatCounter,
 }
 
 impl<B> Ledger<B> {
@@ -122,6 +122,22 @@ impl<B> Ledger<B> {
     /// Bytes allocated now outside the limit.
     pub(crate) fn overdrawn(&self) -> u64 {
         self.overdraft.load(Relaxed)
+    }
+
+    /// Overdrafts made.
+    pub(crate) fn overdrafts(&self) -> u64 {
+        self.overdrafts.load(Relaxed)
+    }
+
+    /// Overdrafts made by a pool with `hard_limit(true)`.
+    pub(crate) fn violations(&self) -> u64 {
+        self.violations.load(Relaxed)
+    }
+
+    /// Those waiting for memory.
+    #[inline(always)]
+    pub(crate) fn waiters(&self) -> &WaitQueue<B> {
+        &self.waiters
     }
 
     /// The limit, if any.

@@ -95,17 +95,17 @@ use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle;
 use crate::loom::Arc;
-use crate::stats::Counters;
 
 impl PoolShared {
     /// Whether the limit binds for a new buffer of `bytes`: a limit is set
     /// and has no room for them now (one relaxed load), or someone waits.
     /// Without a limit, never.
     pub(crate) fn limit_binds(&self, bytes: usize) -> bool {
-        let Some(limit) = self.ledger.limit() else {
+        let Some(limit) = self.ledger().limit() else {
             return false;
         };
-        self.ledger.under_pressure() || self.ledger.allocated().saturating_add(bytes as u64) > limit
+        self.ledger().under_pressure()
+            || self.ledger().allocated().saturating_add(bytes as u64) > limit
     }
 
     /// The smallest idle buffer larger than bucket `idx`'s that the
@@ -116,10 +116,10 @@ impl PoolShared {
     /// in striped mode (no thread keeps a cache), or if nothing larger
     /// idles there.
     pub(crate) fn take_larger(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
-        if !self.config.serve_larger || self.config.striped.is_some() {
+        if !self.config().serve_larger || self.config().striped.is_some() {
             return None;
         }
-        (idx + 1..self.buckets.len())
+        (idx + 1..self.buckets().len())
             .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b as u32)))
     }
 
@@ -130,10 +130,10 @@ impl PoolShared {
         let want = bytes as u64;
         let mut reclaims = 0;
         loop {
-            let Err(allocated) = self.ledger.charge(want) else {
+            let Err(allocated) = self.ledger().charge(want) else {
                 return Ok(());
             };
-            let limit = self.ledger.limit().unwrap_or(u64::MAX);
+            let limit = self.ledger().limit().unwrap_or(u64::MAX);
             let fail = AcquireError::LimitExceeded {
                 requested: bytes,
                 needed: bytes,
@@ -148,7 +148,7 @@ impl PoolShared {
                 // idle, but out of the walk's reach until it is sent home.
                 // (A walk over the thread's registrations per bucket, once
                 // per failed charge.)
-                for recycler in self.buckets.iter().filter_map(Bucket::made) {
+                for recycler in self.buckets().iter().filter_map(Bucket::made) {
                     recycler.inner().flush_own_pending();
                 }
             }
@@ -168,12 +168,12 @@ impl PoolShared {
     /// freed from there. Returns the bytes freed. `salt` spreads the walks'
     /// starts.
     fn free_idle(&self, short: u64, salt: u64) -> u64 {
-        let start = idle::random_below(self.buckets.len(), salt);
+        let start = idle::random_below(self.buckets().len(), salt);
         let freed = self.evict_walk(short, None, start, usize::MAX);
         if freed >= short {
             return freed;
         }
-        for recycler in self.buckets.iter().filter_map(Bucket::made) {
+        for recycler in self.buckets().iter().filter_map(Bucket::made) {
             let inner = recycler.inner();
             inner.store_all(inner.steal_quiet());
         }
@@ -191,13 +191,14 @@ impl PoolShared {
         capacity: usize,
         idx: usize,
     ) -> Result<Parts, AcquireError> {
-        let bytes = self.buckets.get(idx).map_or(capacity, |b| b.capacity);
-        let raw = AlignedBuf::try_new(bytes, self.config.alignment)?;
-        self.ledger.overdraw(bytes as u64, self.config.hard_limit);
-        let buf = Box::new(Buf::overdraft(raw, Arc::clone(&self.ledger)));
-        if idx >= self.buckets.len() {
-            Counters::add_shared(&self.oversize_acquires, 1);
-            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+        let bytes = self.buckets().get(idx).map_or(capacity, |b| b.capacity());
+        let raw = AlignedBuf::try_new(bytes, self.config().alignment)?;
+        self.ledger()
+            .overdraw(bytes as u64, self.config().hard_limit);
+        let buf = Box::new(Buf::overdraft(raw, Arc::clone(self.ledger())));
+        if idx >= self.buckets().len() {
+            self.count_oversize_acquire();
+            return Ok((buf, Home::new(self.oversize_home()), OVERSIZE));
         }
         let inner = self.bucket(idx);
         let (buf, _) = inner.made(buf);
@@ -212,7 +213,8 @@ impl PoolShared {
     pub(crate) fn grow_overdraft(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
         let extra = target - buf.capacity();
         buf.raw_mut().try_grow(target)?;
-        self.ledger.overdraw(extra as u64, self.config.hard_limit);
+        self.ledger()
+            .overdraw(extra as u64, self.config().hard_limit);
         Ok(())
     }
 
@@ -232,15 +234,15 @@ impl PoolShared {
     /// (or is its loop), which serves the waiter behind one granted a
     /// buffer if it fits in the memory free now.
     pub(crate) fn grant_idle_to_waiters(&self) {
-        while let Some((want, _)) = self.ledger.waiters.first_for_buffer() {
+        while let Some((want, _)) = self.ledger().waiters().first_for_buffer() {
             let Some(idx) = usize::try_from(want)
                 .ok()
                 .and_then(|w| self.bucket_of_capacity(w))
             else {
                 return;
             };
-            let top = if self.config.serve_larger {
-                self.buckets.len()
+            let top = if self.config().serve_larger {
+                self.buckets().len()
             } else {
                 idx + 1
             };
@@ -251,7 +253,11 @@ impl PoolShared {
                 return;
             };
             let bytes = buf.capacity() as u64;
-            if let Err(buf) = self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
+            if let Err(buf) = self
+                .ledger()
+                .waiters()
+                .grant_buffer(self.ledger(), bytes, buf)
+            {
                 // Someone else is first now: freed, as an eviction.
                 let inner = self.bucket(b);
                 // SAFETY: the pool, which owns the cache, outlives this call.
@@ -281,22 +287,22 @@ impl PoolShared {
     #[cold]
     #[inline(never)]
     pub(crate) fn reclaim_for_waiters(&self) {
-        let Some(limit) = self.ledger.limit() else {
+        let Some(limit) = self.ledger().limit() else {
             return;
         };
         // Each turn grants the first waiter not yet granted, or stops.
-        while let Some((id, bytes)) = self.ledger.waiters.first() {
-            let allocated = self.ledger.allocated();
+        while let Some((id, bytes)) = self.ledger().waiters().first() {
+            let allocated = self.ledger().allocated();
             let short = allocated.saturating_add(bytes).saturating_sub(limit);
             if short == 0 {
-                self.ledger.waiters.serve(&self.ledger);
+                self.ledger().waiters().serve(self.ledger());
             } else if self.free_idle(short, allocated) < short {
                 // What it freed serves the queue; nothing more to free.
                 return;
             }
             if self
-                .ledger
-                .waiters
+                .ledger()
+                .waiters()
                 .first()
                 .is_some_and(|(first, _)| first == id)
             {
@@ -313,10 +319,10 @@ impl PoolShared {
     /// yet granted, up to the one that asks). The frees serve the queue
     /// themselves.
     pub(crate) fn reclaim_for(&self, want: u64) {
-        let Some(limit) = self.ledger.limit() else {
+        let Some(limit) = self.ledger().limit() else {
             return;
         };
-        let allocated = self.ledger.allocated();
+        let allocated = self.ledger().allocated();
         let short = allocated.saturating_add(want).saturating_sub(limit);
         if short > 0 {
             self.free_idle(short, allocated);

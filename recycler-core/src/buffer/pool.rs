@@ -287,7 +287,7 @@ impl BufferPool {
     /// assert_eq!((stats.idle_memory, stats.allocated_memory), (0, 0));
     /// ```
     pub fn trim(&self) {
-        for recycler in self.shared.buckets.iter().filter_map(Bucket::made) {
+        for recycler in self.shared.buckets().iter().filter_map(Bucket::made) {
             recycler.trim();
         }
     }
@@ -372,7 +372,7 @@ impl BufferPool {
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
     pub fn leaks(&self) -> crate::Leaks {
-        self.shared.tracker.leaks()
+        self.shared.leaks()
     }
 
     /// The shared state, for guards and scopes.
@@ -446,7 +446,7 @@ impl Default for BufferPool {
 impl fmt::Debug for BufferPool {
     /// The settings and the memory totals; takes no lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.shared.config;
+        let c = self.shared.config();
         f.debug_struct("BufferPool")
             .field("bucket_step", &c.bucket_step)
             .field("min_capacity", &c.min_capacity)
@@ -455,7 +455,7 @@ impl fmt::Debug for BufferPool {
             .field("max_idle_per_bucket", &c.max_idle_per_bucket)
             .field("memory_limit", &c.memory_limit)
             .field("alignment", &c.alignment)
-            .field("allocated_memory", &self.shared.ledger.allocated())
+            .field("allocated_memory", &self.shared.ledger().allocated())
             .finish_non_exhaustive()
     }
 }

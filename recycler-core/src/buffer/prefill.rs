@@ -29,11 +29,11 @@ impl PoolShared {
     /// See [`BufferPool::prefill`](super::BufferPool::prefill).
     pub(crate) fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
         let idx = self.bucket_index(capacity);
-        let Some(bucket) = self.buckets.get(idx) else {
+        let Some(bucket) = self.buckets().get(idx) else {
             return Ok(0); // oversize: never pooled
         };
         let inner = self.bucket(idx);
-        let bytes = bucket.capacity;
+        let bytes = bucket.capacity();
         let mut added = 0;
         let mut stop = None;
         while added < count && stop.is_none() {
@@ -90,16 +90,16 @@ impl PoolShared {
         if self.under_pressure() {
             return Err(Stop::Full);
         }
-        if let Err(allocated) = self.ledger.charge(bytes as u64) {
+        if let Err(allocated) = self.ledger().charge(bytes as u64) {
             return Err(Stop::Failed(AcquireError::LimitExceeded {
                 requested: bytes,
                 needed: bytes,
                 allocated,
-                limit: self.ledger.limit().unwrap_or(u64::MAX),
+                limit: self.ledger().limit().unwrap_or(u64::MAX),
             }));
         }
         let Some(counted) = self.count_prefilled(idx, bytes as u64) else {
-            self.ledger.free(bytes as u64);
+            self.ledger().free(bytes as u64);
             return Err(Stop::Full);
         };
         self.allocate_charged(bytes).map_err(|err| {
@@ -119,11 +119,11 @@ impl PoolShared {
     /// the buffer goes. `None` if the cap has no room, or the thread is
     /// exiting and has no delta to count in.
     fn count_prefilled(&self, idx: usize, bytes: u64) -> Option<Counted<'_>> {
-        let Some(counted) = &self.counted else {
+        let Some(counted) = self.counted() else {
             return Some(Counted::No);
         };
         if !self.per_bucket() {
-            let pl = self.index.bind()?;
+            let pl = self.index().bind()?;
             return counted
                 .try_add(&pl.delta, bytes)
                 .then_some(Counted::In(counted, &pl.delta));

@@ -151,7 +151,7 @@ impl BufferPool {
     /// bucket step.
     #[inline]
     pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
-        self.shared().scope_chunk
+        self.shared().scope_chunk()
     }
 }
 

@@ -34,26 +34,27 @@ use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
 use crate::registry::{ExitFlush, Token};
 use crate::shared::Shared;
+use crate::stats::Counters;
 
 /// The shared state of a pool.
 pub(crate) struct PoolShared {
-    pub(crate) config: PoolConfig,
+    config: PoolConfig,
     /// `log2(bucket_step)` when it is a power of two and there is no
     /// `min_capacity`: a shift, and nothing else, on the acquire path (see
     /// `bucket_index`).
-    pub(crate) step_shift: Option<u32>,
-    pub(crate) buckets: Box<[Bucket]>,
+    step_shift: Option<u32>,
+    buckets: Box<[Bucket]>,
     /// The configuration of every bucket's recycler, kept to make them
     /// when first used.
     bucket_config: Config,
-    pub(crate) ledger: Arc<Ledger<Box<Buf>>>,
-    pub(crate) idle: Option<Arc<IdleAccount>>,
+    ledger: Arc<Ledger<Box<Buf>>>,
+    idle: Option<Arc<IdleAccount>>,
     /// The account the owner paths count idle buffers in, `None` without a
     /// cap: `max_idle_memory`'s (`idle`), or, under `max_idle_per_bucket`,
     /// the first bucket's, standing for each bucket's own
     /// ([`PoolShared::account_of`]). So the owner paths of a pool without a
     /// cap make one load and one test, as they did before the bucket cap.
-    pub(crate) counted: Option<Arc<IdleAccount>>,
+    counted: Option<Arc<IdleAccount>>,
     /// Under `max_idle_per_bucket`, each bucket's own account, by bucket
     /// (empty otherwise): a cap of `n × capacity` bytes, every idle buffer
     /// of a bucket weighing its capacity, the account the bucket's recycler
@@ -62,38 +63,38 @@ pub(crate) struct PoolShared {
     /// in its index, [`PoolLocal`](super::index::PoolLocal)); under
     /// `max_idle_memory` too, that cell's delta counts in the pool's account
     /// as well (its parent).
-    pub(crate) bucket_idle: Box<[Arc<IdleAccount>]>,
+    bucket_idle: Box<[Arc<IdleAccount>]>,
     /// Each thread's index of its caches.
-    pub(crate) index: PoolIndex,
-    pub(crate) oversize_acquires: StatCounter,
-    pub(crate) oversize_releases: StatCounter,
+    index: PoolIndex,
+    oversize_acquires: StatCounter,
+    oversize_releases: StatCounter,
     /// Waits for oversize buffers (and growths past `max_capacity`).
-    pub(crate) oversize_waits: WaitCounts,
+    oversize_waits: WaitCounts,
     /// The home of buffers above `max_capacity`: a placeholder, never owned,
     /// that their release never looks at (their origin sends them to be
     /// freed).
-    pub(crate) oversize_home: Local<Buf>,
+    oversize_home: Local<Buf>,
     /// What a scope bumps its slices from: the capacity of its buffers (a
     /// bucket's, at most 64 KiB), the alignment of every buffer, and the
     /// bucket step; worked out once, since a scope is often made per
     /// request.
-    pub(crate) scope_chunk: (usize, usize, usize),
+    scope_chunk: (usize, usize, usize),
     /// Where the buffers in use were taken (feature `track`).
     #[cfg(feature = "track")]
-    pub(crate) tracker: crate::track::Tracker,
+    tracker: crate::track::Tracker,
 }
 
 /// One bucket: a recycler of buffers of one capacity, made when first used
 /// ([`PoolShared::bucket`]).
 pub(crate) struct Bucket {
-    pub(crate) capacity: usize,
+    capacity: usize,
     /// Made by [`PoolShared::bucket`]; never unset once made.
     recycler: OnceLock<Recycler<Buf>>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
-    pub(crate) outgrown: StatCounter,
+    outgrown: StatCounter,
     /// Waits at the memory limit for buffers of this bucket (or growths to
     /// its capacity).
-    pub(crate) waits: WaitCounts,
+    waits: WaitCounts,
 }
 
 /// The waiting counts of one entry of the statistics (a bucket, or the
@@ -229,6 +230,73 @@ impl PoolShared {
         }
     }
 
+    /// The pool's settings.
+    #[inline(always)]
+    pub(crate) fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+
+    /// `log2(bucket_step)`, for the acquire path's shift, if it may take
+    /// one (see the field).
+    #[inline(always)]
+    pub(crate) fn step_shift(&self) -> Option<u32> {
+        self.step_shift
+    }
+
+    /// The buckets, smallest first.
+    #[inline(always)]
+    pub(crate) fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+
+    /// The ledger of every byte the pool has allocated, and its waiters.
+    #[inline(always)]
+    pub(crate) fn ledger(&self) -> &Arc<Ledger<Box<Buf>>> {
+        &self.ledger
+    }
+
+    /// The account the owner paths count idle buffers in, if any (see the
+    /// field).
+    #[inline(always)]
+    pub(crate) fn counted(&self) -> Option<&IdleAccount> {
+        self.counted.as_deref()
+    }
+
+    /// Each thread's index of its caches.
+    #[inline(always)]
+    pub(crate) fn index(&self) -> &PoolIndex {
+        &self.index
+    }
+
+    /// The home of buffers above `max_capacity` (see the field).
+    pub(crate) fn oversize_home(&self) -> &Local<Buf> {
+        &self.oversize_home
+    }
+
+    /// Counts an acquire of a buffer no bucket serves.
+    pub(crate) fn count_oversize_acquire(&self) {
+        Counters::add_shared(&self.oversize_acquires, 1);
+    }
+
+    /// Counts a release of a buffer no bucket serves.
+    pub(crate) fn count_oversize_release(&self) {
+        Counters::add_shared(&self.oversize_releases, 1);
+    }
+
+    /// The waiting counts of entry `entry` of the statistics: its bucket, or
+    /// the oversize one past the last.
+    pub(crate) fn wait_counts(&self, entry: usize) -> &WaitCounts {
+        self.buckets
+            .get(entry)
+            .map_or(&self.oversize_waits, |b| &b.waits)
+    }
+
+    /// What a scope bumps its slices from (see the field).
+    #[inline]
+    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
+        self.scope_chunk
+    }
+
     /// Whether each bucket counts in an account of its own
     /// (`max_idle_per_bucket`).
     pub(crate) fn per_bucket(&self) -> bool {
@@ -293,6 +361,13 @@ impl PoolShared {
     #[cfg(feature = "track")]
     pub(crate) fn untrack(&self, buf: &Buf) {
         self.tracker.returned(std::ptr::from_ref(buf).addr());
+    }
+
+    /// The buffers in use, by the call site that took them (feature
+    /// `track`).
+    #[cfg(feature = "track")]
+    pub(crate) fn leaks(&self) -> crate::Leaks {
+        self.tracker.leaks()
     }
 
     /// The idle bytes the account has counted: published, plus every
@@ -381,14 +456,26 @@ impl PoolShared {
             max_idle_per_bucket: self.config.max_idle_per_bucket.map(|n| n as u64),
             memory_limit: self.config.memory_limit.map(|n| n as u64),
             statistics: counted,
-            overdrafts: self.ledger.overdrafts.load(Relaxed),
+            overdrafts: self.ledger.overdrafts(),
             overdraft_memory: self.ledger.overdrawn(),
-            limit_violations: self.ledger.violations.load(Relaxed),
+            limit_violations: self.ledger.violations(),
         }
     }
 }
 
 impl Bucket {
+    /// The capacity of the bucket's buffers.
+    #[inline(always)]
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Counts a buffer of this bucket freed because it grew past
+    /// `max_capacity`.
+    pub(crate) fn count_outgrown(&self) {
+        Counters::add_shared(&self.outgrown, 1);
+    }
+
     /// The bucket's recycler, if it has been made (by
     /// [`PoolShared::bucket`]); a bucket not made holds no buffer and has
     /// counted nothing.

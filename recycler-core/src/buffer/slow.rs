@@ -14,7 +14,6 @@ use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::loom::Arc;
-use crate::stats::Counters;
 
 impl PoolShared {
     /// `acquire` when the owner path found nothing: at the memory limit, an
@@ -69,10 +68,10 @@ impl PoolShared {
         idx: usize,
         alloc: impl FnOnce(usize) -> Result<Box<Buf>, AcquireError>,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
-        let Some(bucket) = self.buckets.get(idx) else {
+        let Some(bucket) = self.buckets().get(idx) else {
             let buf = alloc(capacity)?;
-            Counters::add_shared(&self.oversize_acquires, 1);
-            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+            self.count_oversize_acquire();
+            return Ok((buf, Home::new(self.oversize_home()), OVERSIZE));
         };
         let inner = self.bucket(idx);
         let pl = self.count_in_thread_delta(idx);
@@ -94,12 +93,12 @@ impl PoolShared {
         }
         // At the limit, a larger idle buffer rather than evict, wait or
         // overdraw (`super::limit`); with room, a buffer of its own size.
-        if self.limit_binds(bucket.capacity)
+        if self.limit_binds(bucket.capacity())
             && let Some(larger) = self.take_larger(idx)
         {
             return Ok(larger);
         }
-        let (buf, home) = inner.made(alloc(bucket.capacity)?);
+        let (buf, home) = inner.made(alloc(bucket.capacity())?);
         Ok((buf, home, idx as u32))
     }
 
@@ -125,7 +124,7 @@ impl PoolShared {
         idx: usize,
         pl: Option<&PoolLocal>,
     ) -> Option<(Box<Buf>, Home<Buf>, u32)> {
-        if !self.config.serve_larger {
+        if !self.config().serve_larger {
             return None;
         }
         let pl = pl?;
@@ -142,10 +141,10 @@ impl PoolShared {
     /// [`pop_grown`](Self::pop_grown) for `try_acquire_pooled`, binding the
     /// calling thread's index (none in striped mode).
     pub(crate) fn take_grown(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
-        if self.config.striped.is_some() || !self.config.serve_larger {
+        if self.config().striped.is_some() || !self.config().serve_larger {
             return None;
         }
-        self.pop_grown(idx, self.index.bind())
+        self.pop_grown(idx, self.index().bind())
     }
 
     /// A pooled buffer of bucket `idx` that the owner path did not find, if
@@ -154,7 +153,7 @@ impl PoolShared {
     #[inline(never)]
     pub(crate) fn take_pooled(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
         // A bucket not made holds nothing.
-        let inner = self.buckets.get(idx)?.made()?.inner();
+        let inner = self.buckets().get(idx)?.made()?.inner();
         let pl = self.count_in_thread_delta(idx);
         let (mut buf, home) = inner.take_pooled()?;
         Buf::reset(&mut buf);
@@ -177,12 +176,12 @@ impl PoolShared {
         capacity: usize,
         idx: usize,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
-        let Some(bucket) = self.buckets.get(idx) else {
+        let Some(bucket) = self.buckets().get(idx) else {
             let buf = self.allocate_charged(capacity)?;
-            Counters::add_shared(&self.oversize_acquires, 1);
-            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+            self.count_oversize_acquire();
+            return Ok((buf, Home::new(self.oversize_home()), OVERSIZE));
         };
-        let buf = self.allocate_charged(bucket.capacity)?;
+        let buf = self.allocate_charged(bucket.capacity())?;
         self.count_in_thread_delta(idx);
         let (buf, home) = self.bucket(idx).made(buf);
         Ok((buf, home, idx as u32))
@@ -190,7 +189,7 @@ impl PoolShared {
 
     /// Allocates a buffer of `capacity` bytes, charged to the ledger.
     pub(crate) fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
-        let align = self.config.alignment;
+        let align = self.config().alignment;
         if capacity > AlignedBuf::max_capacity(align) {
             return Err(AcquireError::TooLarge {
                 requested: capacity,
@@ -231,10 +230,10 @@ impl PoolShared {
     /// `AlignedBuf::max_capacity`), which the caller has charged to the
     /// ledger; frees the charge if the allocator fails.
     pub(crate) fn allocate_charged(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
-        match AlignedBuf::try_new(capacity, self.config.alignment) {
-            Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(&self.ledger)))),
+        match AlignedBuf::try_new(capacity, self.config().alignment) {
+            Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(self.ledger())))),
             Err(err) => {
-                self.ledger.free(capacity as u64);
+                self.ledger().free(capacity as u64);
                 Err(err)
             }
         }
@@ -250,10 +249,10 @@ impl PoolShared {
     #[inline(never)]
     pub(crate) fn discard(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         let idx = (origin & !GROWN) as usize;
-        match self.buckets.get(idx) {
+        match self.buckets().get(idx) {
             Some(_) => self.bucket(idx).discard(buf, home),
             None => {
-                Counters::add_shared(&self.oversize_releases, 1);
+                self.count_oversize_release();
                 drop(buf);
             }
         }
@@ -267,8 +266,8 @@ impl PoolShared {
     #[inline(never)]
     pub(crate) fn release_slow(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         let idx = (origin & !GROWN) as usize;
-        let Some(bucket) = self.buckets.get(idx) else {
-            Counters::add_shared(&self.oversize_releases, 1);
+        let Some(bucket) = self.buckets().get(idx) else {
+            self.count_oversize_release();
             drop(buf);
             if self.under_pressure() {
                 self.reclaim_for_waiters();
@@ -295,7 +294,7 @@ impl PoolShared {
             inner.discard(buf, home);
             return;
         }
-        let (dest, pl) = if buf.capacity() == bucket.capacity {
+        let (dest, pl) = if buf.capacity() == bucket.capacity() {
             let pl = self.count_in_thread_delta((origin & !GROWN) as usize);
             inner.release_slow(buf, home, true);
             ((origin & !GROWN) as usize, pl)
@@ -304,7 +303,7 @@ impl PoolShared {
             // where this thread's acquires of its old bucket look for it.
             inner.count_detached(home);
             let Some(dest) = self.bucket_of_capacity(buf.capacity()) else {
-                Counters::add_shared(&bucket.outgrown, 1);
+                bucket.count_outgrown();
                 drop(buf);
                 return;
             };
@@ -350,7 +349,7 @@ impl PoolShared {
         // that of the next one behind it.
         let first = self
             .bucket_of_capacity(buf.capacity())
-            .and_then(|_| self.ledger.waiters.first_for_buffer())
+            .and_then(|_| self.ledger().waiters().first_for_buffer())
             .and_then(|(want, next)| Some((usize::try_from(want).ok()?, next)))
             .filter(|&(want, _)| want <= buf.capacity());
         let Some((want, next)) = first else {
@@ -376,12 +375,20 @@ impl PoolShared {
                 inner.count_detached(home);
                 let to = self.bucket(dest);
                 let (buf, home) = to.adopt(buf);
-                match self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
+                match self
+                    .ledger()
+                    .waiters()
+                    .grant_buffer(self.ledger(), bytes, buf)
+                {
                     Ok(()) => to.count_release(home, 1),
                     Err(buf) => to.discard(buf, home),
                 }
             }
-            _ => match self.ledger.waiters.grant_buffer(&self.ledger, bytes, buf) {
+            _ => match self
+                .ledger()
+                .waiters()
+                .grant_buffer(self.ledger(), bytes, buf)
+            {
                 Ok(()) => inner.count_release(home, 1),
                 Err(buf) => inner.discard(buf, home),
             },
@@ -389,11 +396,11 @@ impl PoolShared {
         if freed != 0 {
             // After the grant: freed before, these bytes could grant the
             // first waiter, which the buffer is for.
-            self.ledger.free(freed as u64);
+            self.ledger().free(freed as u64);
         } else {
             // The waiter behind the one served, held up by it, may fit in
             // the memory free now.
-            self.ledger.waiters.serve(&self.ledger);
+            self.ledger().waiters().serve(self.ledger());
         }
         self.grant_idle_to_waiters();
         self.reclaim_for_waiters();
@@ -409,11 +416,11 @@ impl PoolShared {
     /// and its bucket: the next waiter is granted it later instead of
     /// waiting for bytes to allocate on (see [`super::limit`]).
     fn shrinks(&self, capacity: usize, excess: usize, next: u64) -> bool {
-        let Some(limit) = self.ledger.limit() else {
+        let Some(limit) = self.ledger().limit() else {
             return true;
         };
-        let free = limit.saturating_sub(self.ledger.allocated());
-        let whole = self.config.serve_larger
+        let free = limit.saturating_sub(self.ledger().allocated());
+        let whole = self.config().serve_larger
             && next != 0
             && next <= capacity as u64
             && free.saturating_add(excess as u64) < next;
@@ -427,7 +434,7 @@ impl PoolShared {
     /// home of a buffer whose thread has exited, say) is one the owner paths
     /// and the eviction walks find.
     fn index_unless_pending(&self, b: usize, pl: Option<&PoolLocal>) {
-        let (Some(pl), Some(bound)) = (pl, self.index.bound()) else {
+        let (Some(pl), Some(bound)) = (pl, self.index().bound()) else {
             return;
         };
         let Some(mine) = self.bucket(b).local_for_current() else {
@@ -455,13 +462,13 @@ impl PoolShared {
     /// account (one delta per thread and bucket). Returns the index, if the
     /// thread is not exiting.
     fn count_in_thread_delta(&self, b: usize) -> Option<&PoolLocal> {
-        if self.config.striped.is_some() {
+        if self.config().striped.is_some() {
             // No thread has a cache or an index: the stripes count.
             return None;
         }
-        let pl = self.index.bind()?;
+        let pl = self.index().bind()?;
         if let Some(mine) = self.bucket(b).local_for_current() {
-            let cell: *const DeltaCell = if self.counted.is_none() {
+            let cell: *const DeltaCell = if self.counted().is_none() {
                 std::ptr::null()
             } else if self.per_bucket() {
                 &mine.local().delta

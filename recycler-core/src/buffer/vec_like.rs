@@ -868,7 +868,7 @@ macro_rules! buf_api {
             #[inline]
             fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
                 let pool = self.pool.pool_shared();
-                let overdraft = !pool.config.hard_limit;
+                let overdraft = !pool.config().hard_limit;
                 try_reserve(
                     pool,
                     &mut self.buf,

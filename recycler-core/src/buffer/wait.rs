@@ -145,7 +145,7 @@ use super::loan::Loan;
 use super::owned::OwnedPooledBuf;
 use super::pool::{BufferPool, PoolRef};
 use super::raw::AlignedBuf;
-use super::shared::{PoolShared, WaitCounts};
+use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::loom::Arc;
 
@@ -209,27 +209,27 @@ impl<P: PoolRef> Waiting<P> {
                     Some(waker) => Wake::Task(waker.clone()),
                     None => Wake::Thread(thread::current()),
                 };
-                let waiters = &pool.ledger.waiters;
+                let waiters = pool.ledger().waiters();
                 // A released buffer may serve a request a bucket serves;
                 // an exact-size one (oversize, or below `min_capacity`)
                 // allocates its own.
-                let takes_buffer = idx < pool.buckets.len();
-                let (id, _) = waiters.join_for(&pool.ledger, bytes, wake, takes_buffer);
+                let takes_buffer = idx < pool.buckets().len();
+                let (id, _) = waiters.join_for(pool.ledger(), bytes, wake, takes_buffer);
                 self.queued = Some((id, bytes));
-                pool.waits_joined(idx.min(pool.buckets.len()));
+                pool.waits_joined(idx.min(pool.buckets().len()));
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
                 pool.grant_idle_to_waiters();
                 pool.reclaim_for_waiters();
-                waiters.serve(&pool.ledger);
+                waiters.serve(pool.ledger());
                 continue;
             };
-            return match pool.ledger.waiters.poll(&pool.ledger, id, waker) {
+            return match pool.ledger().waiters().poll(pool.ledger(), id, waker) {
                 Polled::Waiting => Poll::Pending,
                 Polled::Granted(buffer) => {
                     self.queued = None;
-                    pool.waits_left(idx.min(pool.buckets.len()));
+                    pool.waits_left(idx.min(pool.buckets().len()));
                     Poll::Ready(match buffer {
                         Some(buf) => Ok(pool.take_granted(idx, buf)),
                         None => pool.allocate_granted(self.capacity, idx),
@@ -237,7 +237,7 @@ impl<P: PoolRef> Waiting<P> {
                 }
                 Polled::Missing => {
                     self.queued = None;
-                    pool.waits_left(idx.min(pool.buckets.len()));
+                    pool.waits_left(idx.min(pool.buckets().len()));
                     continue;
                 }
             };
@@ -251,9 +251,9 @@ impl<P: PoolRef> Waiting<P> {
         let idx = pool.bucket_index(self.capacity);
         let bytes = match self.queued.take() {
             Some((id, bytes)) => {
-                let entry = idx.min(pool.buckets.len());
+                let entry = idx.min(pool.buckets().len());
                 pool.waits_left(entry);
-                match pool.ledger.waiters.leave(&pool.ledger, id) {
+                match pool.ledger().waiters().leave(pool.ledger(), id) {
                     Some((_, Some(buf))) => return Ok(pool.take_granted(idx, buf)),
                     Some((_, None)) => return pool.allocate_granted(self.capacity, idx),
                     None => {}
@@ -266,8 +266,8 @@ impl<P: PoolRef> Waiting<P> {
         Err(AcquireError::LimitExceeded {
             requested: self.capacity,
             needed: bytes as usize,
-            allocated: pool.ledger.allocated(),
-            limit: pool.ledger.limit().unwrap_or(u64::MAX),
+            allocated: pool.ledger().allocated(),
+            limit: pool.ledger().limit().unwrap_or(u64::MAX),
         })
     }
 }
@@ -276,11 +276,11 @@ impl<P: PoolRef> Drop for Waiting<P> {
     fn drop(&mut self) {
         if let Some((id, _)) = self.queued.take() {
             let pool = self.pool.pool_shared();
-            let ledger = &pool.ledger;
-            let entry = pool.bucket_index(self.capacity).min(pool.buckets.len());
+            let ledger = pool.ledger();
+            let entry = pool.bucket_index(self.capacity).min(pool.buckets().len());
             pool.waits_left(entry);
             pool.waits_cancelled(entry);
-            match ledger.waiters.leave(ledger, id) {
+            match ledger.waiters().leave(ledger, id) {
                 // Passes the wake-up on: the free serves the next waiter.
                 Some((granted, None)) => ledger.free(granted),
                 // Released again, as if the guard it was about to become
@@ -395,11 +395,11 @@ impl<'g> WaitToGrow<'g> {
             })?;
         let target = pool.growth_target(buf, needed)?;
         let extra = (target - buf.capacity()) as u64;
-        match pool.ledger.limit() {
+        match pool.ledger().limit() {
             Some(limit) if extra > limit => Err(AcquireError::LimitExceeded {
                 requested: needed,
                 needed: extra as usize,
-                allocated: pool.ledger.allocated(),
+                allocated: pool.ledger().allocated(),
                 limit,
             }),
             _ => Ok((target, extra)),
@@ -413,7 +413,7 @@ impl Future for WaitToGrow<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         let pool = this.pool;
-        let ledger = &pool.ledger;
+        let ledger = pool.ledger();
         loop {
             let Some((id, _, target, entry)) = this.queued else {
                 if this.loan.capacity() - this.loan.len() >= this.additional {
@@ -427,15 +427,15 @@ impl Future for WaitToGrow<'_> {
                     }
                 }
                 let wake = Wake::Task(cx.waker().clone());
-                let (id, want) = ledger.waiters.join_for(ledger, extra, wake, false);
+                let (id, want) = ledger.waiters().join_for(ledger, extra, wake, false);
                 let entry = pool.wait_entry(target);
                 pool.waits_joined(entry);
                 this.queued = Some((id, extra, target, entry));
                 pool.reclaim_for(want);
-                ledger.waiters.serve(ledger);
+                ledger.waiters().serve(ledger);
                 continue;
             };
-            return match ledger.waiters.poll(ledger, id, Some(cx.waker())) {
+            return match ledger.waiters().poll(ledger, id, Some(cx.waker())) {
                 Polled::Waiting => Poll::Pending,
                 Polled::Granted(buffer) => {
                     this.queued = None;
@@ -469,10 +469,10 @@ impl Future for WaitToGrow<'_> {
 impl Drop for WaitToGrow<'_> {
     fn drop(&mut self) {
         if let Some((id, _, _, entry)) = self.queued.take() {
-            let ledger = &self.pool.ledger;
+            let ledger = self.pool.ledger();
             self.pool.waits_left(entry);
             self.pool.waits_cancelled(entry);
-            match ledger.waiters.leave(ledger, id) {
+            match ledger.waiters().leave(ledger, id) {
                 // Passes the wake-up on: the free serves the next waiter.
                 Some((granted, None)) => ledger.free(granted),
                 Some((_, Some(buf))) => drop(buf),
@@ -488,10 +488,10 @@ impl PoolShared {
     /// `capacity`. Or the error `try_acquire` reports for a request that can
     /// never be served: a size no buffer can have, more than the limit.
     fn wait_bytes(&self, capacity: usize, idx: usize) -> Result<u64, AcquireError> {
-        let bytes = match self.buckets.get(idx) {
-            Some(bucket) => bucket.capacity,
+        let bytes = match self.buckets().get(idx) {
+            Some(bucket) => bucket.capacity(),
             None => {
-                let max = AlignedBuf::max_capacity(self.config.alignment);
+                let max = AlignedBuf::max_capacity(self.config().alignment);
                 if capacity > max {
                     return Err(AcquireError::TooLarge {
                         requested: capacity,
@@ -501,11 +501,11 @@ impl PoolShared {
                 capacity
             }
         };
-        match self.ledger.limit() {
+        match self.ledger().limit() {
             Some(limit) if bytes as u64 > limit => Err(AcquireError::LimitExceeded {
                 requested: capacity,
                 needed: bytes,
-                allocated: self.ledger.allocated(),
+                allocated: self.ledger().allocated(),
                 limit,
             }),
             _ => Ok(bytes as u64),
@@ -522,12 +522,12 @@ impl PoolShared {
         }
         self.acquire_slow_with(capacity, idx, |capacity| {
             // `wait_bytes` has checked the size.
-            if let Err(allocated) = self.ledger.charge(capacity as u64) {
+            if let Err(allocated) = self.ledger().charge(capacity as u64) {
                 return Err(AcquireError::LimitExceeded {
                     requested: capacity,
                     needed: capacity,
                     allocated,
-                    limit: self.ledger.limit().unwrap_or(u64::MAX),
+                    limit: self.ledger().limit().unwrap_or(u64::MAX),
                 });
             }
             self.allocate_charged(capacity)
@@ -565,13 +565,7 @@ impl PoolShared {
     /// the oversize one.
     pub(crate) fn wait_entry(&self, capacity: usize) -> usize {
         self.bucket_of_capacity(capacity)
-            .unwrap_or(self.buckets.len())
-    }
-
-    fn wait_counts(&self, entry: usize) -> &WaitCounts {
-        self.buckets
-            .get(entry)
-            .map_or(&self.oversize_waits, |b| &b.waits)
+            .unwrap_or(self.buckets().len())
     }
 
     /// A wait joined the queue.

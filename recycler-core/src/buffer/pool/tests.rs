@@ -23,7 +23,7 @@ fn rounds_up_to_buckets() {
         assert_eq!((b.capacity(), b.len()), (cap, 0), "acquire({ask})");
     }
     let odd = pool(BufferPool::builder().bucket_step(1000).max_capacity(5000));
-    assert_eq!(odd.shared.step_shift, None);
+    assert_eq!(odd.shared.step_shift(), None);
     assert_eq!(odd.acquire(1001).capacity(), 2000);
     assert_eq!(odd.acquire(5000).capacity(), 5000);
     assert_eq!(odd.acquire(5001).capacity(), 5001);
@@ -197,7 +197,7 @@ fn pressure_frees_releases() {
     let mut wait = std::pin::pin!(p.acquire_async(8192));
     let mut cx = Context::from_waker(Waker::noop());
     assert!(wait.as_mut().poll(&mut cx).is_pending());
-    assert_eq!(p.shared().ledger.waiters.len(), 1);
+    assert_eq!(p.shared().ledger().waiters().len(), 1);
     drop(a);
     let s = p.stats();
     assert_eq!(s.allocated_memory, 4096, "freed, not cached: {s}");
@@ -207,7 +207,7 @@ fn pressure_frees_releases() {
     let Poll::Ready(Ok(got)) = wait.as_mut().poll(&mut cx) else {
         panic!("granted, so ready");
     };
-    assert_eq!(p.shared().ledger.waiters.len(), 0);
+    assert_eq!(p.shared().ledger().waiters().len(), 0);
     assert!(!p.shared().under_pressure());
     drop(got);
     let s = p.stats();
@@ -380,8 +380,8 @@ fn bucket_cap_holds_in_striped_mode() {
 
 /// The buckets whose recyclers have been made.
 fn made(p: &BufferPool) -> Vec<usize> {
-    (0..p.shared.buckets.len())
-        .filter(|&i| p.shared.buckets[i].made().is_some())
+    (0..p.shared.buckets().len())
+        .filter(|&i| p.shared.buckets()[i].made().is_some())
         .collect()
 }
 
