@@ -4,11 +4,11 @@
 //! and the growth of a lent buffer that the guards' Vec-like API and
 //! `reserve_async` call ([`try_reserve`], [`reserve`]).
 
-use super::buckets::GROWN;
 use super::buf::Buf;
 use super::loan::Loan;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
+use super::sizes::GROWN;
 use crate::error::AcquireError;
 
 impl PoolShared {

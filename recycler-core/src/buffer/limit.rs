@@ -87,10 +87,11 @@
 //! touched on the owner paths: an overdraft is made only where the old code
 //! panicked, and its release is one of the slow path's branches.
 
-use super::buckets::{OVERSIZE, Parts};
+use super::bucket::Bucket;
 use super::buf::Buf;
 use super::raw::AlignedBuf;
-use super::shared::{Bucket, PoolShared};
+use super::shared::PoolShared;
+use super::sizes::{OVERSIZE, Parts};
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle;

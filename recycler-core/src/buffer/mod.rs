@@ -76,7 +76,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod buckets;
+mod bucket;
 mod buf;
 mod builder;
 #[cfg(feature = "bytes")]
@@ -99,6 +99,7 @@ mod prefill;
 mod raw;
 mod scope;
 mod shared;
+mod sizes;
 mod slow;
 mod stats;
 mod vec_like;

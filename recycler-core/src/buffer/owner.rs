@@ -5,9 +5,9 @@
 //! batch) with the pool's own lookups and its idle-memory count; everything
 //! else goes to one out-of-line call each way ([`super::slow`]).
 
-use super::buckets::GROWN;
 use super::buf::Buf;
 use super::shared::PoolShared;
+use super::sizes::GROWN;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;

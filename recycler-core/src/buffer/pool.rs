@@ -11,9 +11,10 @@
 
 use std::fmt;
 
+use super::bucket::Bucket;
 use super::config::PoolConfig;
 use super::guard::PooledBuf;
-use super::shared::{Bucket, PoolShared};
+use super::shared::PoolShared;
 use super::stats::BufferPoolStats;
 use crate::error::AcquireError;
 use crate::loom::{Arc, Weak};

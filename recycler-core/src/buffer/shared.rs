@@ -11,17 +11,16 @@
 //! Readers (statistics, `trim`, eviction) skip the buckets not made yet,
 //! which hold nothing.
 //!
-//! Its parts live below it: the settings ([`super::config`]), the ledger
-//! and its queue of waiters ([`super::ledger`]), the per-thread index
-//! ([`super::index`]). The paths live above it, in files of their own, each
-//! an `impl PoolShared` block: bucket selection ([`super::buckets`]), the
-//! owner paths ([`super::owner`]), eviction ([`super::evict`]), the limit
-//! ([`super::limit`]), growth ([`super::grow`]), prefill
-//! ([`super::prefill`]), the slow paths ([`super::slow`]) and the waits
-//! ([`super::wait`]).
+//! Its parts live below it: the settings ([`super::config`]), the buckets
+//! ([`super::bucket`]), the ledger and its queue of waiters
+//! ([`super::ledger`]), the per-thread index ([`super::index`]). The paths
+//! live above it, in files of their own, each an `impl PoolShared` block:
+//! bucket selection ([`super::sizes`]), the owner paths ([`super::owner`]),
+//! eviction ([`super::evict`]), the limit ([`super::limit`]), growth
+//! ([`super::grow`]), prefill ([`super::prefill`]), the slow paths
+//! ([`super::slow`]) and the waits ([`super::wait`]).
 
-use std::sync::OnceLock;
-
+use super::bucket::{Bucket, WaitCounts};
 use super::buf::Buf;
 use super::config::PoolConfig;
 use super::index::PoolIndex;
@@ -84,69 +83,6 @@ pub(crate) struct PoolShared {
     tracker: crate::track::Tracker,
 }
 
-/// One bucket: a recycler of buffers of one capacity, made when first used
-/// ([`PoolShared::bucket`]).
-pub(crate) struct Bucket {
-    capacity: usize,
-    /// Made by [`PoolShared::bucket`]; never unset once made.
-    recycler: OnceLock<Recycler<Buf>>,
-    /// Buffers of this bucket freed because they grew past `max_capacity`.
-    outgrown: StatCounter,
-    /// Waits at the memory limit for buffers of this bucket (or growths to
-    /// its capacity).
-    waits: WaitCounts,
-}
-
-/// The waiting counts of one entry of the statistics (a bucket, or the
-/// oversize buffers): how many wait for memory at the limit now, and how
-/// many waited, gave up or were cancelled. Touched only on the waiting paths
-/// (a wait joining or leaving the queue, [`super::wait`]), never on an
-/// acquire or release that does not wait.
-#[derive(Debug, Default)]
-pub(crate) struct WaitCounts {
-    /// In the queue now.
-    waiting: StatCounter,
-    /// Joined the queue, ever.
-    waits: StatCounter,
-    /// Blocking waits that gave up at their deadline.
-    timeouts: StatCounter,
-    /// Async waits dropped while in the queue.
-    cancelled: StatCounter,
-}
-
-impl WaitCounts {
-    /// `(waiting, waits, timeouts, cancelled)`, as read now.
-    pub(crate) fn read(&self) -> (u64, u64, u64, u64) {
-        (
-            self.waiting.load(Relaxed),
-            self.waits.load(Relaxed),
-            self.timeouts.load(Relaxed),
-            self.cancelled.load(Relaxed),
-        )
-    }
-
-    /// A wait joined the queue.
-    pub(crate) fn joined(&self) {
-        self.waits.fetch_add(1, Relaxed);
-        self.waiting.fetch_add(1, Relaxed);
-    }
-
-    /// A wait left the queue (served, gave up or cancelled).
-    pub(crate) fn left(&self) {
-        self.waiting.fetch_sub(1, Relaxed);
-    }
-
-    /// A blocking wait gave up at its deadline.
-    pub(crate) fn timed_out(&self) {
-        self.timeouts.fetch_add(1, Relaxed);
-    }
-
-    /// An async wait was dropped while in the queue.
-    pub(crate) fn cancelled(&self) {
-        self.cancelled.fetch_add(1, Relaxed);
-    }
-}
-
 impl PoolShared {
     pub(crate) fn new(config: PoolConfig, this: &Weak<PoolShared>) -> Self {
         let n_buckets = config.buckets();
@@ -193,12 +129,7 @@ impl PoolShared {
             None => Box::new([]),
         };
         let buckets = (0..n_buckets)
-            .map(|i| Bucket {
-                capacity: (i + 1) * config.bucket_step,
-                recycler: OnceLock::new(),
-                outgrown: StatCounter::new(0),
-                waits: WaitCounts::default(),
-            })
+            .map(|i| Bucket::new((i + 1) * config.bucket_step))
             .collect();
         let counted = idle.clone().or_else(|| bucket_idle.first().cloned());
         let step = config.bucket_step;
@@ -288,7 +219,7 @@ impl PoolShared {
     pub(crate) fn wait_counts(&self, entry: usize) -> &WaitCounts {
         self.buckets
             .get(entry)
-            .map_or(&self.oversize_waits, |b| &b.waits)
+            .map_or(&self.oversize_waits, Bucket::waits)
     }
 
     /// What a scope bumps its slices from (see the field).
@@ -337,8 +268,7 @@ impl PoolShared {
     /// If `idx` is not a bucket.
     pub(crate) fn bucket(&self, idx: usize) -> &Shared<Buf> {
         self.buckets[idx]
-            .recycler
-            .get_or_init(|| {
+            .made_or(|| {
                 // The bucket's own account if it has one (which counts in
                 // the pool's too, if there is one), else the pool's.
                 let shared = match (self.bucket_idle.get(idx), &self.idle) {
@@ -404,16 +334,16 @@ impl PoolShared {
             .iter()
             .map(|bucket| {
                 let t = bucket.made().map(|r| r.inner().tally()).unwrap_or_default();
-                let outgrown = bucket.outgrown.load(Relaxed);
+                let outgrown = bucket.outgrown();
                 let idle = if counted { t.idle() } else { 0 };
-                idle_memory += idle * bucket.capacity as u64;
-                let (waiting, waits, timeouts, cancelled) = bucket.waits.read();
+                idle_memory += idle * bucket.capacity() as u64;
+                let (waiting, waits, timeouts, cancelled) = bucket.waits().read();
                 BucketStats {
                     waiting,
                     waits,
                     timeouts,
                     cancelled,
-                    capacity: bucket.capacity,
+                    capacity: bucket.capacity(),
                     acquires: if counted { t.gets() } else { 0 },
                     pooled: if counted { t.hits } else { 0 },
                     // Prefilled buffers are made, but not by an acquire.
@@ -460,27 +390,6 @@ impl PoolShared {
             overdraft_memory: self.ledger.overdrawn(),
             limit_violations: self.ledger.violations(),
         }
-    }
-}
-
-impl Bucket {
-    /// The capacity of the bucket's buffers.
-    #[inline(always)]
-    pub(crate) fn capacity(&self) -> usize {
-        self.capacity
-    }
-
-    /// Counts a buffer of this bucket freed because it grew past
-    /// `max_capacity`.
-    pub(crate) fn count_outgrown(&self) {
-        Counters::add_shared(&self.outgrown, 1);
-    }
-
-    /// The bucket's recycler, if it has been made (by
-    /// [`PoolShared::bucket`]); a bucket not made holds no buffer and has
-    /// counted nothing.
-    pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
-        self.recycler.get()
     }
 }
 

@@ -4,12 +4,12 @@
 //! (foreign threads, full caches, the idle cap, grown and oversize buffers,
 //! releases while a thread waits for memory).
 
-use super::buckets::{GROWN, OVERSIZE};
 use super::buf::Buf;
 use super::guard::PooledBuf;
 use super::index::PoolLocal;
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
+use super::sizes::{GROWN, OVERSIZE};
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle::DeltaCell;

@@ -137,7 +137,6 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::buckets::{GROWN, Parts};
 use super::grow::try_reserve;
 use super::guard::PooledBuf;
 use super::ledger::{Polled, Wake};
@@ -146,6 +145,7 @@ use super::owned::OwnedPooledBuf;
 use super::pool::{BufferPool, PoolRef};
 use super::raw::AlignedBuf;
 use super::shared::PoolShared;
+use super::sizes::{GROWN, Parts};
 use crate::error::AcquireError;
 use crate::loom::Arc;
 

@@ -1,4 +1,4 @@
-//! Bucket selection: which bucket serves a request, and which bucket a
+//! Sizes to buckets: which bucket serves a request, and which bucket a
 //! buffer of a given capacity belongs to; a buffer's origin (its bucket,
 //! [`OVERSIZE`], marked [`GROWN`] once it grew) and [`Parts`], a buffer
 //! taken apart for a guard.
