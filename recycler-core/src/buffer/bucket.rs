@@ -16,7 +16,8 @@ use crate::stats::Counters;
 /// ([`PoolShared::bucket`](super::shared::PoolShared::bucket)).
 pub(crate) struct Bucket {
     capacity: usize,
-    /// Made by [`PoolShared::bucket`](super::shared::PoolShared::bucket); never unset once made.
+    /// Made by [`PoolShared::bucket`](super::shared::PoolShared::bucket);
+    /// never unset once made.
     recycler: OnceLock<Recycler<Buf>>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     outgrown: StatCounter,
@@ -99,14 +100,18 @@ impl Bucket {
     }
 
     /// The bucket's recycler, if it has been made (by
-    /// [`PoolShared::bucket`](super::shared::PoolShared::bucket)); a bucket not made holds no buffer and has
+    /// [`PoolShared::bucket`]); a bucket not made holds no buffer and has
     /// counted nothing.
+    ///
+    /// [`PoolShared::bucket`]: super::shared::PoolShared::bucket
     pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
         self.recycler.get()
     }
 
     /// The bucket's recycler, made by `make` if it was not yet (only
-    /// [`PoolShared::bucket`](super::shared::PoolShared::bucket) makes it); never unset once made.
+    /// [`PoolShared::bucket`] makes it); never unset once made.
+    ///
+    /// [`PoolShared::bucket`]: super::shared::PoolShared::bucket
     pub(crate) fn made_or(&self, make: impl FnOnce() -> Recycler<Buf>) -> &Recycler<Buf> {
         self.recycler.get_or_init(make)
     }

@@ -1,9 +1,9 @@
 //! Eviction: freeing idle buffers of other buckets, for the idle-memory cap
-//! (a release that would go over it, [`Evict`]) and for the memory limit (an
-//! allocation that would cross it, [`PoolShared::charge_with_reclaim`]). A walk visits
-//! the buckets from a random start, and in each frees what the calling
-//! thread can reach: its own cache (the coldest buffers first), the depot,
-//! the inboxes.
+//! (a release that would go over it, [`Evict`]) and for the memory limit
+//! (an allocation that would cross it,
+//! [`PoolShared::charge_with_reclaim`]). A walk visits the buckets from a
+//! random start, and in each frees what the calling thread can reach: its
+//! own cache (the coldest buffers first), the depot, the inboxes.
 //!
 //! A walk for the idle cap, which runs on every release over the cap, is
 //! bounded: it visits at most [`MAX_WALK`] buckets (all of them in a pool

@@ -10,19 +10,19 @@ use super::loan::Loan;
 use super::shared::PoolShared;
 use crate::home::Home;
 
-/// A byte buffer on loan from a [`BufferPool`](super::BufferPool); returns to the pool when
+/// A byte buffer on loan from a [`BufferPool`]; returns to the pool when
 /// dropped.
 ///
 /// Dereferences to the written part, `[u8]`, starting at the buffer's first
 /// byte; grows like a `Vec<u8>` ([`push`](Self::push),
-/// [`extend_from_slice`](Self::extend_from_slice), [`io::Write`](std::io::Write)). Reads
+/// [`extend_from_slice`](Self::extend_from_slice), [`io::Write`]). Reads
 /// from sockets can fill [`spare_capacity_mut`](Self::spare_capacity_mut)
 /// and then [`set_len`](Self::set_len); with the `bytes` feature it is a
 /// `bytes::BufMut`, which tokio's `read_buf` fills.
 ///
 /// A buffer that grew past its bucket's capacity returns to the bucket of
 /// its new capacity, or is freed if it grew past `max_capacity`. The buffer
-/// borrows its pool; use [`OwnedPooledBuf`](super::OwnedPooledBuf) for one that must be `'static`.
+/// borrows its pool; use [`OwnedPooledBuf`] for one that must be `'static`.
 ///
 /// Like a `Vec<u8>`, it is `AsRef<[u8]>` and `Borrow<[u8]>` (a set of
 /// buffers is searched by `&[u8]`), compares, orders and hashes as its
@@ -69,6 +69,10 @@ use crate::home::Home;
 /// assert!(buf == owned && owned == buf); // the other buffer type
 /// assert!(buf != *b"ab" && owned != b"abcd".to_vec());
 /// ```
+///
+/// [`BufferPool`]: super::BufferPool
+/// [`OwnedPooledBuf`]: super::OwnedPooledBuf
+/// [`io::Write`]: std::io::Write
 pub struct PooledBuf<'a> {
     pub(super) pool: &'a PoolShared,
     pub(super) buf: ManuallyDrop<Loan>,

@@ -337,8 +337,8 @@ pub(crate) struct WaitQueue<B> {
 
 /// What a waiter found when it looked.
 pub(crate) enum Polled<B> {
-    /// Its bytes are charged for it, or a buffer was granted to it: it has left the
-    /// queue.
+    /// Its bytes are charged for it, or a buffer was granted to it: it has
+    /// left the queue.
     Granted(Option<B>),
     /// Still waiting.
     Waiting,
@@ -365,7 +365,7 @@ impl<B> WaitQueue<B> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// [`join_for`](Self::join_for) a buffer (takes_buffer), for the tests.
+    /// [`join_for`](Self::join_for) a buffer (`takes_buffer`), for the tests.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn join(&self, ledger: &Ledger<B>, bytes: u64, wake: Wake) -> (u64, u64) {
         self.join_for(ledger, bytes, wake, true)

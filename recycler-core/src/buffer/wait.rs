@@ -12,8 +12,9 @@
 //! serves the queue: while the first waiter not yet served fits under the
 //! limit, it charges that waiter's bytes to the ledger on the waiter's
 //! behalf, marks it granted and wakes it; the waiter then allocates its
-//! buffer on the bytes charged for it. So the memory freed goes to the waiters in the order they
-//! came, and nothing can take it from them between the free and the wake-up.
+//! buffer on the bytes charged for it. So the memory freed goes to the
+//! waiters in the order they came, and nothing can take it from them
+//! between the free and the wake-up.
 //! A waiter that does not fit holds up those behind it (strictly first come,
 //! first served: a stream of small requests cannot starve a large one).
 //!
@@ -123,14 +124,16 @@
 //! (the growth's target capacity, worked out as `reserve` works it out,
 //! less the capacity now), frees the idle buffers it can reach, serves the
 //! queue, and waits. A free that makes room for it charges the bytes to
-//! the ledger for it and wakes it (the grants, the order and why no wake-up is lost,
-//! above, all hold here, since this is one more waiter). Its poll then grows the buffer on the bytes charged: never an
-//! overdraft. A released buffer is never granted to it (its grant must be
-//! bytes, not a buffer): it joins as a waiter that cannot take one.
+//! the ledger for it and wakes it (the grants, the order and why no wake-up
+//! is lost, above, all hold here, since this is one more waiter). Its poll
+//! then grows the buffer on the bytes charged: never an overdraft. A
+//! released buffer is never granted to it (its grant must be bytes, not a
+//! buffer): it joins as a waiter that cannot take one.
 //!
 //! Cancel safe: dropped while it waits, it leaves the queue having charged
 //! nothing, and bytes granted to it but not yet taken are freed, which
 //! serves the next waiter; the buffer is unchanged.
+
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};

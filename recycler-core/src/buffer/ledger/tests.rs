@@ -1,7 +1,7 @@
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
-/// The ledger of the tests: a release would grant its waiter a `Box<u8>`.
+/// The ledger of the tests (a release would grant its waiter a `Box<u8>`).
 type Ledger = super::Ledger<Box<u8>>;
 
 #[test]
@@ -27,7 +27,7 @@ fn the_waiting_bit_is_not_counted() {
     assert_eq!(ledger.allocated(), 0);
     assert_eq!(ledger.charge(100), Ok(()));
     assert_eq!(ledger.charge(1), Err(100), "the bit is not bytes");
-    assert!(ledger.under_pressure(), "charging keeps the bit");
+    assert!(ledger.under_pressure(), "reserving keeps the bit");
     ledger.free(40);
     assert_eq!(ledger.allocated(), 60);
     assert!(ledger.under_pressure(), "freeing keeps the bit");
@@ -79,7 +79,7 @@ fn grants_in_order_and_only_what_fits() {
     assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 0));
     ledger.free(10); // 60 free: the first fits, then nothing is left
     assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (1, 0));
-    assert_eq!(ledger.allocated(), 100, "the grant is charged");
+    assert_eq!(ledger.allocated(), 100, "the grant is reserved");
     ledger.free(40); // 40: the second (30) and the third (10)
     assert_eq!((b.0.load(SeqCst), c.0.load(SeqCst)), (1, 1));
     assert_eq!(ledger.allocated(), 100);
@@ -163,7 +163,7 @@ fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
 }
 
 /// What a release weighs: the first waiter not yet granted, and the
-/// next one behind it (a wait for a growth is not takes_buffer).
+/// next one behind it (a wait for a growth takes no buffer).
 #[test]
 fn the_first_and_the_next_not_yet_granted() {
     let ledger = Ledger::new(Some(100));

@@ -202,7 +202,7 @@ fn pressure_frees_releases() {
     let s = p.stats();
     assert_eq!(s.allocated_memory, 4096, "freed, not cached: {s}");
     assert_eq!(s.buckets[0].idle, 0, "{s}");
-    drop(b); // 8 KiB free now: granted to the waiter
+    drop(b); // 8 KiB free now: reserved for the waiter
     assert_eq!(p.stats().allocated_memory, 8192);
     let Poll::Ready(Ok(got)) = wait.as_mut().poll(&mut cx) else {
         panic!("granted, so ready");
