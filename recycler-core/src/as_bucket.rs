@@ -6,9 +6,9 @@
 //! under its memory ledger, and reaches through an index of its own. So the
 //! bucket:
 //!
-//! - hands out buffers the recycler did not make: a buffer grown into this
+//! - lends buffers the recycler did not make: a buffer grown into this
 //!   bucket ([`Shared::adopt`]), a released buffer granted straight to a
-//!   waiter at the memory limit ([`Shared::handed`]);
+//!   waiter at the memory limit ([`Shared::granted`]);
 //! - takes from and puts into the calling thread's cache on its own owner
 //!   paths, found through the pool's index rather than the hot index
 //!   ([`Shared::pop_local`], [`Shared::push_local`]), counting idle bytes in
@@ -29,7 +29,7 @@ use crate::trim::pass_on;
 use crate::unwind::drop_each;
 
 impl<T: Recyclable> Shared<T> {
-    /// Makes `obj`, an object in use that this recycler did not hand out (a
+    /// Makes `obj`, an object in use that this recycler did not lend (a
     /// buffer that grew into another bucket), one of its objects in use,
     /// homed at the calling thread's cache; the caller releases it next.
     pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
@@ -43,10 +43,10 @@ impl<T: Recyclable> Shared<T> {
         (obj, self.home(local, !self.config.pooling()))
     }
 
-    /// Hands out `obj`, released and passed straight to the calling thread
-    /// (a buffer a release handed to a waiter): a hit, homed at the calling
+    /// Lends `obj`, released and passed straight to the calling thread
+    /// (a buffer a release granted to a waiter): a hit, homed at the calling
     /// thread's cache.
-    pub(crate) fn handed(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+    pub(crate) fn granted(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
         if self.stripes.is_some() {
             Counters::add_shared(&self.shared.hits, 1);
             return (obj, self.home(None, !self.config.pooling()));
@@ -159,7 +159,7 @@ impl<T: Recyclable> Shared<T> {
     /// `max_capacity_per_thread` objects and the batch has room in its
     /// allocation, if `admit` (the idle-memory check, given the cache's
     /// idle cell) agrees; counts the release if `count`.
-    /// Otherwise hands `obj` back, for [`release_slow`](Self::release_slow).
+    /// Otherwise gives `obj` back, for [`release_slow`](Self::release_slow).
     ///
     /// # Safety
     ///

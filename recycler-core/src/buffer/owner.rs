@@ -5,32 +5,32 @@
 //! batch) with the pool's own lookups and its idle-memory count; everything
 //! else goes to one out-of-line call each way ([`super::slow`]).
 
-use super::buckets::GROWN;
 use super::buf::Buf;
-use super::inner::PoolInner;
+use super::shared::PoolShared;
+use super::sizes::GROWN;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::mine::Mine;
 use crate::shared::Shared;
 
-impl PoolInner {
+impl PoolShared {
     /// The owner path of acquire: take from the calling thread's cache of
     /// bucket `idx`, found through its index.
     #[inline(always)]
     pub(crate) fn pop_fast(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
-        self.pop_own(idx, self.config.statistics)
+        self.pop_own(idx, self.config().statistics)
     }
 
     /// [`pop_fast`](Self::pop_fast), counting the hit only if `count` (a
-    /// buffer a release hands to a waiter, whose take counts the hit).
+    /// buffer granted to a waiter, whose take counts the hit).
     #[inline(always)]
     pub(crate) fn pop_own(&self, idx: usize, count: bool) -> Option<(Box<Buf>, Home<Buf>)> {
-        if idx >= self.buckets.len() {
+        if idx >= self.buckets().len() {
             return None;
         }
         gate::enter();
-        let popped = self.pool_local().and_then(|bound| {
+        let popped = self.index().bound().and_then(|bound| {
             // SAFETY: `idx` is a bucket (checked above).
             let local = unsafe { bound.cache(idx) };
             // SAFETY: a non-null cell is an open cache of this bucket that
@@ -48,7 +48,7 @@ impl PoolInner {
         gate::leave();
         let (mut buf, cell, local) = popped?;
         Buf::reset(&mut buf);
-        if let Some(acct) = &self.counted {
+        if let Some(acct) = self.counted() {
             // Under a cap, `count_in_thread_delta` set every indexed cache's
             // idle cell to its owner's cell of the account the owner paths count
             // the bucket in (the thread's cell in its index under
@@ -68,7 +68,7 @@ impl PoolInner {
     pub(crate) fn release(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         let mut buf = buf;
         let idx = origin as usize;
-        if idx < self.buckets.len() && !self.under_pressure() {
+        if idx < self.buckets().len() && !self.under_pressure() {
             gate::enter();
             // SAFETY: the guard that held the buffer borrowed (or held an
             // `Arc` of) the pool, which owns the cache.
@@ -100,7 +100,7 @@ impl PoolInner {
     /// freed rather than cached: one relaxed load, and only with a limit.
     #[inline(always)]
     pub(crate) fn under_pressure(&self) -> bool {
-        self.config.memory_limit.is_some() && self.ledger.under_pressure()
+        self.config().memory_limit.is_some() && self.ledger().under_pressure()
     }
 
     /// Pushes `buf`, of bucket `idx`, onto `mine`, which the calling thread
@@ -109,20 +109,20 @@ impl PoolInner {
     ///
     /// `mine`'s capacity is at least 1: with 0, every buffer is homed at
     /// the bucket's discard cache, which no thread owns, so the ownership
-    /// compare fails (fresh ones by `Shared::made`, handed ones by
-    /// `take_handed`; a grown buffer is never adopted but freed, by
+    /// compare fails (fresh ones by `Shared::made`, granted ones by
+    /// `take_granted`; a grown buffer is never adopted but freed, by
     /// `release_slow`).
     #[inline(always)]
     fn push_fast(&self, idx: usize, mine: Mine<'_, Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
-        let count = self.config.statistics;
-        match &self.counted {
+        let count = self.config().statistics;
+        match self.counted() {
             // SAFETY: `mine` (capacity at least 1, above) is open, and the
             // thread inside its marked operation; the check runs no code
             // that touches the cache.
             None => unsafe { Shared::push_local(mine, buf, count, |_| true) },
             Some(acct) => {
                 let acct = self.account_of(acct, idx);
-                let bytes = ((idx + 1) * self.config.bucket_step) as u64;
+                let bytes = ((idx + 1) * self.config().bucket_step) as u64;
                 let admit = |cell: *const DeltaCell| {
                     // Under a cap, an indexed cache's idle cell is its owner's
                     // cell of the account the owner paths count the bucket
@@ -142,4 +142,4 @@ impl PoolInner {
 }
 
 // Marked origins never pass the owner path's bucket check.
-static_assertions::const_assert!(GROWN as usize >= super::builder::MAX_BUCKETS);
+static_assertions::const_assert!(GROWN as usize >= super::config::MAX_BUCKETS);
