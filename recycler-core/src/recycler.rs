@@ -326,7 +326,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// ```
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
-    pub fn leaks(&self) -> crate::Leaks {
+    pub fn leaks(&self) -> crate::track::Leaks {
         self.inner().tracker.leaks()
     }
 }

@@ -372,7 +372,7 @@ impl BufferPool {
     /// ```
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
-    pub fn leaks(&self) -> crate::Leaks {
+    pub fn leaks(&self) -> crate::track::Leaks {
         self.shared.leaks()
     }
 

@@ -296,7 +296,7 @@ impl PoolShared {
     /// The buffers in use, by the call site that took them (feature
     /// `track`).
     #[cfg(feature = "track")]
-    pub(crate) fn leaks(&self) -> crate::Leaks {
+    pub(crate) fn leaks(&self) -> crate::track::Leaks {
         self.tracker.leaks()
     }
 
