@@ -431,7 +431,7 @@ impl<T: Recyclable + Send + 'static> RecyclerBuilder<T> {
     /// ```
     pub fn build(self) -> Result<Recycler<T>, ConfigError> {
         let config = self.validate()?;
-        Ok(Recycler::from_parts(self.factory, config, None))
+        Ok(Recycler::from_parts(self.factory, config, None, None))
     }
 }
 

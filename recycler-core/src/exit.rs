@@ -71,9 +71,28 @@ impl<T: Recyclable + Send> ExitFlush for Shared<T> {
         // Pairs with the fence in `send_home`.
         fence(Ordering::SeqCst);
         self.rescue(local, None);
-        if let Some(let_go) = self.keep.give(credits) {
-            // SAFETY: it frees nothing here: the registry holds the state
-            // (an `Arc`) while the hook runs, and frees it after.
+        let let_go = match self.credits_to {
+            // A bucket's credits are units of its pool's count, touched only
+            // if the cache held some: then they kept the pool alive up to
+            // here (a bucket's state may outlive its pool, held by this
+            // hook). Its own count is given nothing, which orders what the
+            // hook did before this state's drop all the same.
+            Some(pool) => {
+                let own = self.keep.give(0);
+                debug_assert!(own.is_none(), "giving nothing lets nothing go");
+                // SAFETY: `credits` units of it were out, given back here.
+                (credits > 0)
+                    .then(|| unsafe { pool.get() }.give(credits))
+                    .flatten()
+            }
+            None => self.keep.give(credits),
+        };
+        if let Some(let_go) = let_go {
+            // SAFETY: nothing of the state it lets go is an argument here:
+            // this recycler's own is held by the registry (an `Arc`) while
+            // the hook runs, and freed after; a pool, which owns this
+            // bucket's handle, is not an argument of the hook, and this
+            // bucket's state outlives it (the registry's `Arc`).
             unsafe { let_go.run() };
         }
     }

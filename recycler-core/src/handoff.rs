@@ -66,7 +66,9 @@ impl<T: Recyclable> Shared<T> {
         // SAFETY: every home is a cache of this recycler, which is alive
         // (the guard being released keeps it) and never moves a cache.
         let inbox = unsafe { &home_ptr.as_ref().inbox };
-        let credit = owed.is_some_and(Cell::get);
+        // A guard's unit is one of this recycler's own count (a buffer
+        // pool's buckets make no owned guards of their own).
+        let credit = owed.is_some_and(Cell::get).then_some(&self.keep);
         // SAFETY: the closure runs no user code (`take_spare` is a channel
         // operation).
         let ((full, first, empty), credited) = unsafe {

@@ -39,6 +39,8 @@
 //! a function argument (a reference argument must stay valid for the whole
 //! call, as `Arc`'s drop takes care of too).
 
+use std::ptr::NonNull;
+
 use crate::loom::{AtomicUsize, Ordering};
 
 /// Credits a cache takes from the count at a time; it gives [`BATCH`] back
@@ -59,22 +61,48 @@ pub(crate) struct Credits {
 }
 
 impl Credits {
-    /// Takes a unit for an owned guard: from the count, [`BATCH`] at a
-    /// time, whenever those taken are used up (those returned are kept
-    /// apart, until the cache is given up or orphaned).
+    /// Takes a unit for an owned guard: from those taken, and whenever they
+    /// are used up, [`BATCH`] more: from those returned if the cache holds
+    /// as many, else from the count. A thread that makes and releases its
+    /// own guards takes nothing from the count after its first batch.
     #[inline(always)]
     pub(crate) fn take(&mut self, keep: &Keep) {
         if self.used == self.granted {
-            keep.take(BATCH);
+            if self.returned >= BATCH {
+                self.returned -= BATCH;
+            } else {
+                keep.take(BATCH);
+            }
             self.granted = self.granted.wrapping_add(BATCH);
         }
         self.used = self.used.wrapping_add(1);
     }
 
-    /// Returns the unit of an owned guard released here.
+    /// Returns the unit of an owned guard released on its owner path (made
+    /// by this cache's owner, with a credit of this cache): no check, since
+    /// such returns never outrun this cache's takes, which use them up
+    /// again ([`take`](Self::take)).
     #[inline(always)]
-    pub(crate) fn give(&mut self) {
-        self.returned = self.returned.wrapping_add(1);
+    pub(crate) fn give_own(&mut self) {
+        self.returned += 1;
+    }
+
+    /// Returns the unit of an owned guard released here off its owner path
+    /// (made elsewhere, perhaps); gives [`BATCH`]
+    /// back to the count once the cache holds twice as many returned (a
+    /// thread that releases guards made elsewhere), so that no cache holds
+    /// more than `2 × BATCH` returned units and the count stays bounded by
+    /// the guards out and the caches.
+    #[inline(always)]
+    pub(crate) fn give(&mut self, keep: &Keep) {
+        self.returned += 1;
+        if self.returned >= 2 * BATCH {
+            self.returned -= BATCH;
+            // Never the count's last units: the cache keeps `BATCH` (were
+            // it, the state would leak, not be freed under the cache).
+            let let_go = keep.give(BATCH);
+            debug_assert!(let_go.is_none(), "the cache keeps units out");
+        }
     }
 
     /// Takes every unit the cache holds (for its count, as its thread exits
@@ -161,9 +189,56 @@ impl Keep {
         })
     }
 
+    /// For the state's drop: an `Acquire` read of the count (a
+    /// read-modify-write, so it reads the 0 its last unit left), so that
+    /// every use of the state by a thread that gave a unit back happens
+    /// before the drop, whichever thread frees the state (a thread's exit
+    /// hook may hold the last strong reference, and free it after the
+    /// count's `LetGo` ran elsewhere). `Arc`'s own count orders this too,
+    /// but loom models no `std` `Arc`.
+    pub(crate) fn settle(&self) {
+        let units = self.units.fetch_add(0, Ordering::Acquire);
+        debug_assert_eq!(units, 0, "a state dropped with units out");
+    }
+
     /// Units out now (for tests and `Debug`).
     pub(crate) fn units(&self) -> usize {
         self.units.load(Ordering::Relaxed)
+    }
+}
+
+/// The count a recycler's caches hold credits of when it is not the
+/// recycler's own: a buffer pool's buckets' caches hold credits of the
+/// pool's count, since an owned buffer keeps the whole pool alive, not one
+/// bucket.
+///
+/// It may dangle once the pool is gone (a bucket's state can outlive its
+/// pool, held by a thread's exit hook), but never while a credit of it is
+/// out: a credit is a unit of the count, which the count's state outlives.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeepRef(NonNull<Keep>);
+
+// SAFETY: a pointer to a `Keep`, which is `Send + Sync`; it is read only
+// under `get`'s contract.
+unsafe impl Send for KeepRef {}
+// SAFETY: as above.
+unsafe impl Sync for KeepRef {}
+
+impl KeepRef {
+    /// A reference to `keep`, to be read while its state lives.
+    pub(crate) fn new(keep: &Keep) -> Self {
+        Self(NonNull::from(keep))
+    }
+
+    /// The count.
+    ///
+    /// # Safety
+    ///
+    /// Its state is alive for `'a`: a unit of it is out and stays out for
+    /// `'a`, or a handle of its state is alive.
+    pub(crate) unsafe fn get<'a>(self) -> &'a Keep {
+        // SAFETY: the caller's guarantee.
+        unsafe { self.0.as_ref() }
     }
 }
 
@@ -202,5 +277,72 @@ impl std::fmt::Debug for Keep {
         f.debug_struct("Keep")
             .field("units", &self.units())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+    /// A count over an `Arc` whose drop sets `freed`.
+    fn count(freed: &Arc<AtomicBool>) -> Keep {
+        struct State(Arc<AtomicBool>);
+        impl Drop for State {
+            fn drop(&mut self) {
+                self.0.store(true, SeqCst);
+            }
+        }
+        unsafe fn release(state: *const ()) {
+            // SAFETY: the strong reference `count` made, given back once.
+            unsafe { Arc::decrement_strong_count(state.cast::<State>()) };
+        }
+        let state = Arc::into_raw(Arc::new(State(Arc::clone(freed))));
+        // SAFETY: a strong reference, which `release` gives back.
+        unsafe { Keep::new(state.cast(), release) }
+    }
+
+    #[test]
+    fn an_owner_that_makes_and_releases_its_own_guards_takes_one_batch() {
+        let freed = Arc::new(AtomicBool::new(false));
+        let keep = count(&freed);
+        let mut credits = Credits::default();
+        for _ in 0..10_000 {
+            credits.take(&keep);
+            credits.give(&keep);
+        }
+        // The handles' unit and the one batch the cache holds: the returned
+        // units are taken again, not piled up (nor more taken).
+        assert_eq!(keep.units(), 1 + BATCH);
+        let held = credits.take_all();
+        assert!(keep.give(held).is_none());
+        assert!(keep.give(1).is_some_and(|go| {
+            // SAFETY: no reference into the state is an argument here.
+            unsafe { go.run() };
+            true
+        }));
+        assert!(freed.load(SeqCst), "the last unit let the state go");
+    }
+
+    #[test]
+    fn a_cache_that_only_releases_gives_batches_back() {
+        let freed = Arc::new(AtomicBool::new(false));
+        let keep = count(&freed);
+        let (mut maker, mut releaser) = (Credits::default(), Credits::default());
+        for n in 1..=10_000 {
+            maker.take(&keep);
+            releaser.give(&keep);
+            // Out: the handles' unit, the maker's batches not used yet (a
+            // batch at most), and what the releaser keeps (under two
+            // batches).
+            assert!(keep.units() < 1 + 3 * BATCH, "round {n}: {}", keep.units());
+        }
+        let held = maker.take_all() + releaser.take_all();
+        assert!(keep.give(held).is_none());
+        assert_eq!(keep.units(), 1, "every unit accounted for");
+        // SAFETY: no reference into the state is an argument here.
+        unsafe { keep.give(1).unwrap().run() };
+        assert!(freed.load(SeqCst));
     }
 }

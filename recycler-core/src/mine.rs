@@ -137,7 +137,7 @@ impl<'a, T> Mine<'a, T> {
     #[inline(always)]
     pub(crate) unsafe fn with_cache_crediting<R>(
         self,
-        credit: bool,
+        credit: Option<&Keep>,
         f: impl FnOnce(&mut Cache<'_, T>) -> R,
     ) -> (R, bool) {
         gate::enter();
@@ -146,12 +146,12 @@ impl<'a, T> Mine<'a, T> {
             // open, and it is inside a marked operation; `f` does not
             // re-enter (the caller's guarantee).
             let r = unsafe { self.local.with_cache_unchecked(f) };
-            if credit {
+            if let Some(keep) = credit {
                 // SAFETY: as above; the closure runs no user code.
-                unsafe { self.local.with_credit_unchecked(Credits::give) };
+                unsafe { self.local.with_credit_unchecked(|c| c.give(keep)) };
             }
             gate::leave();
-            return (r, credit);
+            return (r, credit.is_some());
         }
         gate::leave();
         let _lock = self.gate.lock();
@@ -229,9 +229,12 @@ impl<'a, T> Mine<'a, T> {
     ///
     /// # Safety
     ///
-    /// A handle of the recycler (whose keep-alive count is `keep`) is alive,
-    /// so that nobody takes the credits back meanwhile (stealers never touch
-    /// them).
+    /// The count is above 0 for the call (the caller holds a handle, or a
+    /// unit), and nobody takes the cache's credits back meanwhile (stealers
+    /// never touch them): a handle of the recycler whose last drop would is
+    /// alive, or the calling thread is inside a marked operation that found
+    /// the cache open (the last handle waits for it to leave:
+    /// [`orphan_caches`](crate::steal::orphan_caches)).
     #[inline(always)]
     pub(crate) unsafe fn take_credit(self, keep: &Keep) {
         // SAFETY: the calling thread owns the cache and a handle is alive
@@ -241,7 +244,8 @@ impl<'a, T> Mine<'a, T> {
 
     /// Returns the unit of an owned guard released here, as a credit, inside
     /// a marked operation that found the cache open (the owner path of an
-    /// owned guard's release).
+    /// owned guard's release: a guard this cache's owner made, with a credit
+    /// of this cache, [`Credits::give_own`]).
     ///
     /// # Safety
     ///
@@ -250,7 +254,7 @@ impl<'a, T> Mine<'a, T> {
     #[inline(always)]
     pub(crate) unsafe fn return_credit_unchecked(self) {
         // SAFETY: the caller's guarantee; the closure runs no user code.
-        unsafe { self.local.with_credit_unchecked(Credits::give) };
+        unsafe { self.local.with_credit_unchecked(Credits::give_own) };
     }
 
     /// Returns the unit of `keep` that an owned guard held, off the owner
@@ -262,7 +266,7 @@ impl<'a, T> Mine<'a, T> {
         if self.owner_word() & !ACCOUNTED == registry::current() {
             // SAFETY: the calling thread found its cache open inside its
             // marked operation.
-            unsafe { self.return_credit_unchecked() };
+            unsafe { self.local.with_credit_unchecked(|c| c.give(keep)) };
             gate::leave();
             return None;
         }
@@ -274,7 +278,7 @@ impl<'a, T> Mine<'a, T> {
         }
         // SAFETY: the calling thread owns the cache and holds its lock; the
         // closure runs no user code.
-        unsafe { self.local.with_credit_unchecked(Credits::give) };
+        unsafe { self.local.with_credit_unchecked(|c| c.give(keep)) };
         drop(state);
         None
     }

@@ -10,6 +10,7 @@ use std::fmt;
 
 use crate::config::{Config, Factory, SharedIdle};
 use crate::guard::Pooled;
+use crate::keep::KeepRef;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -112,16 +113,21 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert!(pool.get().capacity() >= 512);
     /// ```
     pub fn with_factory(f: impl Fn() -> T + Send + Sync + 'static) -> Self {
-        Self::from_parts(Box::new(f), Config::DEFAULT, None)
+        Self::from_parts(Box::new(f), Config::DEFAULT, None, None)
     }
 
+    /// A recycler of `factory`'s objects with settings `config`; a buffer
+    /// pool's bucket counts its idle bytes in `shared_idle` and its caches'
+    /// credits in `credits_to` (its pool's keep-alive count,
+    /// [`crate::keep`]).
     pub(crate) fn from_parts(
         factory: Factory<T>,
         config: Config,
         shared_idle: Option<SharedIdle>,
+        credits_to: Option<KeepRef>,
     ) -> Self {
         Self {
-            shared: Shared::new(factory, config, shared_idle),
+            shared: Shared::new(factory, config, shared_idle, credits_to),
             _marker: PhantomData,
         }
     }

@@ -16,7 +16,7 @@ use crate::depot::Depot;
 use crate::home::Home;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::inbox::Batch;
-use crate::keep::Keep;
+use crate::keep::{Keep, KeepRef};
 use crate::loom::{Arc, AtomicBool, AtomicUsize, Liveness, Weak};
 use crate::mine::Mine;
 use crate::recyclable::Recyclable;
@@ -85,6 +85,10 @@ pub(crate) struct Shared<T> {
     /// caches ([`crate::keep`]). It holds one strong reference on this
     /// state until its count reaches 0.
     pub(crate) keep: Keep,
+    /// The count this recycler's caches hold credits of if not `keep`: a
+    /// buffer pool's, for its buckets ([`KeepRef`]). Such a recycler makes
+    /// no owned guards of its own (its pool does).
+    pub(crate) credits_to: Option<KeepRef>,
     /// The handles (`Recycler`s) of this state alive: the last to drop
     /// takes the caches' credits back and gives the handles' unit back.
     pub(crate) handles: AtomicUsize,
@@ -105,6 +109,7 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
         factory: Factory<T>,
         config: Config,
         shared_idle: Option<SharedIdle>,
+        credits_to: Option<KeepRef>,
     ) -> NonNull<Self> {
         let shared = shared_idle.is_some();
         let (idle, member) = match (shared_idle, config.max_idle_bytes) {
@@ -152,6 +157,7 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
             // guards hold units of the count); `release_shared` gives it
             // back.
             keep: unsafe { Keep::new(this.as_ptr().cast(), release_shared::<T>) },
+            credits_to,
             handles: AtomicUsize::new(1),
             orphaned: AtomicBool::new(false),
             liveness: Liveness::new(),
@@ -315,6 +321,7 @@ impl<T> Drop for Shared<T> {
     /// panic aborts the process, or while the thread unwinds. So the drop of
     /// a recycler never unwinds.
     fn drop(&mut self) {
+        self.keep.settle();
         self.liveness.end();
         let mut held: Vec<Batch<T>> = Vec::new();
         for local in self.caches.iter().chain([&self.orphan]) {

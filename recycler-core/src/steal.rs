@@ -334,9 +334,20 @@ impl<T> Shared<T> {
         // cache it claimed.
         crate::loom::fence(Ordering::SeqCst);
         let credits = orphan_caches(self.all_caches(), registry::current());
-        // Never the last units: the handles' own is still out.
-        let let_go = self.keep.give(credits);
-        debug_assert!(let_go.is_none(), "the handles' unit is out");
+        if credits > 0 {
+            // A bucket's credits are units of its pool's count, which the
+            // pool's last handle orphans its buckets into, before the
+            // pool's handles' unit goes back; when a bucket's own handle
+            // drops with its pool, its caches hold none.
+            let keep = match self.credits_to {
+                // SAFETY: `credits` units of it are out, given back here.
+                Some(pool) => unsafe { pool.get() },
+                None => &self.keep,
+            };
+            // Never the last units: the handles' own is still out.
+            let let_go = keep.give(credits);
+            debug_assert!(let_go.is_none(), "the handles' unit is out");
+        }
     }
 }
 

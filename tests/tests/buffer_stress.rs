@@ -169,3 +169,110 @@ fn books_balance_under_concurrency() {
     assert_eq!((s.idle_memory, s.allocated_memory), (0, 0), "{s}");
     check(&s, 0, true);
 }
+
+/// Owned buffers and `FrameBuf`s outlive every handle of their pool, on
+/// several threads: they keep the pool alive (not an `Arc` each: a unit of
+/// its keep-alive count, most as credits of the threads' caches), a
+/// `FrameBuf` takes new buffers from it after the last handle dropped, and
+/// the last of them, released on another thread, lets it go. The books
+/// balance while the pool has a handle; the rest is for AddressSanitizer
+/// and valgrind, which CI runs this under.
+#[test]
+fn owned_buffers_outlive_their_pool_across_threads() {
+    use bytes::BufMut;
+    use recycler_core::buffer::FrameBuf;
+
+    const WORKERS: usize = 4;
+    const ROUNDS: usize = 2_000;
+    let pool = Arc::new(
+        BufferPool::builder()
+            .max_capacity(MAX_CAPACITY)
+            .build()
+            .unwrap(),
+    );
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..WORKERS).map(|_| crossbeam_channel::bounded(32)).unzip();
+    let start = Arc::new(Barrier::new(WORKERS + 1));
+    let workers: Vec<_> = rxs
+        .into_iter()
+        .enumerate()
+        .map(
+            |(i, rx): (usize, crossbeam_channel::Receiver<OwnedPooledBuf>)| {
+                let pool = Arc::clone(&pool);
+                let next = txs[(i + 1) % WORKERS].clone();
+                let start = Arc::clone(&start);
+                thread::spawn(move || {
+                    let mut rng = Rng(i as u64 + 7);
+                    let mut held = Vec::new();
+                    let mut rx_frames = FrameBuf::with_capacity(&pool, 100);
+                    start.wait();
+                    for round in 0..ROUNDS {
+                        let size = [100, 5000, 20_000][(rng.next() % 3) as usize];
+                        let mut buf = pool.acquire_owned(size);
+                        buf.put_u32(round as u32);
+                        match rng.next() % 3 {
+                            0 => held.push(buf),
+                            1 => {
+                                let _ = next.try_send(buf);
+                            }
+                            _ => drop(buf),
+                        }
+                        while let Ok(buf) = rx.try_recv() {
+                            held.push(buf);
+                        }
+                        if held.len() > 16 {
+                            held.drain(..8);
+                        }
+                        rx_frames.put_u32(round as u32);
+                        if round % 16 == 15 {
+                            drop(rx_frames.split_to(64));
+                        }
+                    }
+                    drop(pool); // this thread's handle; its buffers live on
+                    (held, rx_frames)
+                })
+            },
+        )
+        .collect();
+    drop(txs);
+    start.wait();
+    let out: Vec<_> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let held: usize = out.iter().map(|(held, _)| held.len()).sum();
+    let s = pool.stats();
+    assert_buffers_counted(&s);
+    let in_use: u64 = s.buckets.iter().map(|b| b.in_use).sum();
+    // The held buffers, and the readers' (none if every byte was split
+    // off, as after the last round here).
+    assert!(in_use >= held as u64, "held {held}: {s}");
+    assert!(in_use <= (held + WORKERS) as u64, "held {held}: {s}");
+    drop(pool); // the last handle: only buffers and readers keep the pool
+    let mut readers = Vec::new();
+    let mut rest = Vec::new();
+    for (held, rx_frames) in out {
+        rest.extend(held);
+        readers.push(rx_frames);
+    }
+    // The readers take new buffers after the pool's last handle dropped,
+    // on other threads, of buckets made before and after.
+    let writers: Vec<_> = readers
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut rx_frames)| {
+            thread::spawn(move || {
+                for round in 0..200 {
+                    rx_frames.put_slice(&[i as u8; 300]);
+                    if round % 8 == 7 {
+                        let frame = rx_frames.split_to(2000);
+                        assert_eq!(frame[frame.len() - 1], i as u8, "the bytes written");
+                    }
+                }
+                rx_frames.put_slice(&[0; 40_000]); // a bucket of its own
+                rx_frames
+            })
+        })
+        .collect();
+    let readers: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    let last = rest.pop();
+    drop(rest);
+    drop(readers);
+    thread::spawn(move || drop(last)).join().unwrap();
+}

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 use loom::sync::mpsc;
 use loom_support::{counted, model, spawn};
+use recycler_core::buffer::{__loom_pools_freed, BufferPool};
 
 /// The last owned guard, released on another thread, races the recycler's
 /// last handle as it drops: whichever comes last frees the state, once,
@@ -107,5 +108,80 @@ fn an_owner_path_release_races_a_trim() {
         t.join().unwrap();
         drop(pool);
         assert_eq!(alive.load(SeqCst), 0, "the state and its objects are gone");
+    });
+}
+
+/// A buffer pool with one bucket of 16 bytes (the buffer pool's owned
+/// buffers hold units of the pool's count, credits of its buckets' caches).
+fn tiny_buffers() -> Arc<BufferPool> {
+    let pool = BufferPool::builder()
+        .bucket_step(16)
+        .max_capacity(16)
+        .max_idle_per_thread(1)
+        .build()
+        .unwrap();
+    Arc::new(pool)
+}
+
+/// The last owned buffer, released on another thread, races the buffer
+/// pool's last handle as it drops (orphaning the buckets): whichever comes
+/// last frees the pool, once, after the other.
+#[test]
+fn the_last_owned_buffer_released_elsewhere_races_the_last_pool_handle() {
+    model(|| {
+        let freed = __loom_pools_freed();
+        let pool = tiny_buffers();
+        let mut buf = pool.acquire_owned(8);
+        buf.push(1);
+        let t = spawn(move || drop(buf));
+        drop(pool);
+        t.join().unwrap();
+        assert_eq!(__loom_pools_freed(), freed + 1, "the pool is gone");
+    });
+}
+
+/// An owned buffer made and released on its owner path (its unit a credit
+/// of the thread's cache of the bucket, taken and returned without an
+/// atomic read-modify-write) while the pool's last handle drops on the
+/// other thread and takes the credits back: counted once either way, and
+/// the pool goes once the buffer is back.
+#[test]
+fn an_owned_buffers_owner_path_release_races_the_last_pool_handle() {
+    model(|| {
+        let freed = __loom_pools_freed();
+        let pool = tiny_buffers();
+        let (tx, rx) = mpsc::channel::<()>();
+        let p = Arc::clone(&pool);
+        let t = spawn(move || {
+            drop(p.acquire(8)); // a cache of the bucket, with the buffer
+            let buf = p.acquire_owned(8); // the owner path: a credit
+            drop(p); // this thread keeps only its buffer
+            tx.send(()).unwrap();
+            drop(buf); // its owner path, as the other handle drops
+        });
+        rx.recv().unwrap();
+        drop(pool);
+        t.join().unwrap();
+        assert_eq!(__loom_pools_freed(), freed + 1, "the pool is gone");
+    });
+}
+
+/// As above with the roles swapped: the buffer's credit is in the cache of
+/// a thread that outlives the model (whose exit would give its credits back
+/// anyway), and the last handle drops on the other thread: only the last
+/// handle taking the credits back lets the pool go.
+#[test]
+fn the_last_pool_handle_takes_back_the_credits_of_a_live_thread() {
+    model(|| {
+        let freed = __loom_pools_freed();
+        let pool = tiny_buffers();
+        drop(pool.acquire(8)); // a cache of the bucket, with the buffer
+        let buf = pool.acquire_owned(8); // the owner path: a credit
+        let p = Arc::clone(&pool);
+        drop(pool);
+        let t = spawn(move || drop(p)); // the last handle
+        drop(buf); // its owner path, as the last handle drops
+        t.join().unwrap();
+        assert_eq!(__loom_pools_freed(), freed + 1, "the pool is gone");
     });
 }

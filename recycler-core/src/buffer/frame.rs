@@ -13,6 +13,7 @@ use ::bytes::{Buf, BufMut, Bytes};
 
 use super::owned::OwnedPooledBuf;
 use super::pool::BufferPool;
+use super::units::PoolUnit;
 use crate::loom::Arc;
 
 /// Bytes a full buffer makes room for, at least, when `chunk_mut` needs
@@ -72,7 +73,7 @@ pub struct FrameBuf {
     /// The read offset into `buf`, `<= buf.len()`; 0 while frozen.
     pos: usize,
     /// The pool, and the capacity asked of it for the next buffer.
-    pool: Arc<BufferPool>,
+    pool: PoolUnit,
     capacity: usize,
     /// Bytes copied by thaws and compactions.
     copied: u64,
@@ -99,7 +100,7 @@ impl FrameBuf {
     /// ```
     pub fn new(buf: OwnedPooledBuf) -> Self {
         Self {
-            pool: Arc::clone(buf.pool()),
+            pool: PoolUnit::take(buf.pool()),
             capacity: buf.capacity(),
             buf: Some(buf),
             frozen: Bytes::new(),
@@ -426,7 +427,7 @@ impl FrameBuf {
     fn thaw(&mut self, additional: usize) -> OwnedPooledBuf {
         let unread = std::mem::take(&mut self.frozen);
         let size = unread.len().saturating_add(additional);
-        let mut buf = self.pool.acquire_owned(self.capacity.max(size));
+        let mut buf = self.pool.pool().acquire_owned(self.capacity.max(size));
         buf.extend_from_slice(&unread);
         self.copied += unread.len() as u64;
         self.pos = 0;

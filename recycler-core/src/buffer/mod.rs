@@ -102,6 +102,7 @@ mod shared;
 mod sizes;
 mod slow;
 mod stats;
+mod units;
 mod vec_like;
 mod wait;
 
@@ -113,4 +114,7 @@ pub use self::handle::BufferPoolHandle;
 pub use self::owned::OwnedPooledBuf;
 pub use self::pool::BufferPool;
 pub use self::scope::Scope;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use self::shared::__loom_pools_freed;
 pub use self::stats::{BucketStats, BufferPoolStats};

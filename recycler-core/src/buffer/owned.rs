@@ -1,14 +1,17 @@
-//! [`OwnedPooledBuf`]: the buffer a pool in an `Arc` lends, which holds
-//! the `Arc`, so that it is `'static`, for threads and tasks; and the
-//! [`BufferPool`] methods that make one (the ones that wait at the memory
-//! limit are in [`super::wait`]). The Vec-like API and the trait impls it
-//! shares with [`PooledBuf`](super::PooledBuf) are in [`super::vec_like`].
+//! [`OwnedPooledBuf`]: the buffer a pool in an `Arc` lends, which holds a
+//! unit of the pool's keep-alive count ([`super::units`]), so that it is
+//! `'static`, for threads and tasks; and the [`BufferPool`] methods that
+//! make one (the ones that wait at the memory limit are in
+//! [`super::wait`]). The Vec-like API and the trait impls it shares with
+//! [`PooledBuf`](super::PooledBuf) are in [`super::vec_like`].
 
 use std::mem::ManuallyDrop;
 
 use super::buf::Buf;
 use super::loan::Loan;
 use super::pool::BufferPool;
+use super::shared::PoolShared;
+use super::units::PoolPtr;
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::loom::Arc;
@@ -37,13 +40,16 @@ use crate::loom::Arc;
 /// assert_eq!(task.join().unwrap(), 5);
 /// ```
 pub struct OwnedPooledBuf {
-    pub(super) pool: Arc<BufferPool>,
     pub(super) buf: ManuallyDrop<Loan>,
     pub(super) home: Home<Buf>,
     pub(super) origin: u32,
+    /// The pool, kept alive by the unit of its keep-alive count this buffer
+    /// holds, given back by its release.
+    pub(super) pool: PoolPtr,
 }
 
-// SAFETY: as for `PooledBuf`; `Arc<BufferPool>` is `Send + Sync`.
+// SAFETY: as for `PooledBuf`; the pool's state is `Send + Sync`, kept
+// alive by the buffer's unit wherever it is released.
 unsafe impl Send for OwnedPooledBuf {}
 // SAFETY: as for `PooledBuf`.
 unsafe impl Sync for OwnedPooledBuf {}
@@ -80,21 +86,89 @@ impl std::panic::RefUnwindSafe for OwnedPooledBuf {}
 
 impl OwnedPooledBuf {
     /// A guard of `buf`, which the caller has tracked (feature `track`): a
-    /// `PooledBuf` taken apart keeps its record.
-    pub(crate) fn new(pool: Arc<BufferPool>, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+    /// `PooledBuf` taken apart keeps its record. Takes a unit of the pool's
+    /// count for it.
+    pub(crate) fn new(pool: &PoolShared, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+        pool.take_unit();
+        // SAFETY: a unit was taken for it, above.
+        unsafe { Self::holding_unit(pool, buf, home, origin) }
+    }
+
+    /// A guard of `buf`, for which the caller took a unit of the pool's
+    /// count (a credit of its cache, on the owner path).
+    ///
+    /// # Safety
+    ///
+    /// A unit of `pool`'s count was taken for this guard, which its release
+    /// gives back.
+    #[inline(always)]
+    pub(crate) unsafe fn holding_unit(
+        pool: &PoolShared,
+        buf: Box<Buf>,
+        home: Home<Buf>,
+        origin: u32,
+    ) -> Self {
         Self {
-            pool,
             buf: ManuallyDrop::new(Loan::new(buf)),
             home,
             origin,
+            pool: PoolPtr::new(pool),
         }
     }
 
     /// The pool the buffer returns to (a `FrameBuf` takes its next buffer
-    /// from it).
+    /// from it), alive while this buffer is.
     #[cfg(feature = "bytes")]
-    pub(crate) fn pool(&self) -> &Arc<BufferPool> {
-        &self.pool
+    pub(crate) fn pool(&self) -> &PoolShared {
+        // SAFETY: this buffer holds a unit of the pool's count.
+        unsafe { self.pool.get() }
+    }
+}
+
+impl PoolShared {
+    /// An owned buffer of at least `capacity` bytes, as `acquire` (the
+    /// owner path takes its unit as a credit). The caller holds a handle
+    /// of the pool or a unit of its count.
+    #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
+    pub(crate) fn acquire_owned(&self, capacity: usize) -> OwnedPooledBuf {
+        let idx = self.bucket_index(capacity);
+        match self.pop_owned(idx) {
+            Some((buf, home)) => {
+                #[cfg(feature = "track")]
+                self.track(&buf, std::panic::Location::caller());
+                // SAFETY: `pop_owned` took a unit for it.
+                unsafe { OwnedPooledBuf::holding_unit(self, buf, home, idx as u32) }
+            }
+            None => {
+                let (buf, home, origin) = self.acquire_cold(capacity, idx).into_parts();
+                OwnedPooledBuf::new(self, buf, home, origin)
+            }
+        }
+    }
+
+    /// As [`acquire_owned`](Self::acquire_owned), only a pooled buffer.
+    #[inline]
+    #[cfg_attr(feature = "track", track_caller)]
+    fn try_acquire_owned_pooled(&self, capacity: usize) -> Option<OwnedPooledBuf> {
+        let idx = self.bucket_index(capacity);
+        match self.pop_owned(idx) {
+            Some((buf, home)) => {
+                #[cfg(feature = "track")]
+                self.track(&buf, std::panic::Location::caller());
+                // SAFETY: `pop_owned` took a unit for it.
+                Some(unsafe { OwnedPooledBuf::holding_unit(self, buf, home, idx as u32) })
+            }
+            None => {
+                let (buf, home, origin) = match self.take_pooled(idx) {
+                    Some((buf, home)) => (buf, home, idx as u32),
+                    None => self.take_grown(idx)?,
+                };
+                #[cfg(feature = "track")]
+                self.track(&buf, std::panic::Location::caller());
+                Some(OwnedPooledBuf::new(self, buf, home, origin))
+            }
+        }
     }
 }
 
@@ -121,13 +195,14 @@ impl BufferPool {
     #[cfg_attr(feature = "track", track_caller)]
     #[doc(alias = "try_acquire_pooled_owned")]
     pub fn try_acquire_owned_pooled(self: &Arc<Self>, capacity: usize) -> Option<OwnedPooledBuf> {
-        let (buf, home, origin) = self.try_acquire_pooled(capacity)?.into_parts();
-        Some(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
+        self.shared().try_acquire_owned_pooled(capacity)
     }
 
     /// Like [`acquire`](Self::acquire), for a pool in an `Arc`: the buffer
-    /// holds a clone of the `Arc`, so it is `'static` and can move into
-    /// threads and tasks.
+    /// keeps the pool alive, so it is `'static` and can move into threads
+    /// and tasks. On the thread's owner path it takes no atomic
+    /// read-modify-write either (no clone of the `Arc`: see the design
+    /// notes, "Owned guards").
     ///
     /// # Panics
     ///
@@ -146,8 +221,7 @@ impl BufferPool {
     /// ```
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
-        let (buf, home, origin) = self.acquire(capacity).into_parts();
-        OwnedPooledBuf::new(Arc::clone(self), buf, home, origin)
+        self.shared().acquire_owned(capacity)
     }
 
     /// Like [`try_acquire`](Self::try_acquire), for a pool in an `Arc`; see
@@ -174,8 +248,7 @@ impl BufferPool {
         self: &Arc<Self>,
         capacity: usize,
     ) -> Result<OwnedPooledBuf, AcquireError> {
-        let buf = self.try_acquire(capacity)?;
-        let (buf, home, origin) = buf.into_parts();
-        Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
+        let (buf, home, origin) = self.try_acquire(capacity)?.into_parts();
+        Ok(OwnedPooledBuf::new(self.shared(), buf, home, origin))
     }
 }

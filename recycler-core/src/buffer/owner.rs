@@ -26,6 +26,20 @@ impl PoolShared {
     /// buffer granted to a waiter, whose take counts the hit).
     #[inline(always)]
     pub(crate) fn pop_own(&self, idx: usize, count: bool) -> Option<(Box<Buf>, Home<Buf>)> {
+        self.pop_then(idx, count, false)
+    }
+
+    /// [`pop_fast`](Self::pop_fast) for an owned buffer: takes a unit of
+    /// the pool's keep-alive count for it, as a credit of the cache, inside
+    /// the marked operation that found the cache open ([`super::units`]).
+    /// The caller holds a handle of the pool or a unit of its count.
+    #[inline(always)]
+    pub(crate) fn pop_owned(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
+        self.pop_then(idx, self.config().statistics, true)
+    }
+
+    #[inline(always)]
+    fn pop_then(&self, idx: usize, count: bool, credit: bool) -> Option<(Box<Buf>, Home<Buf>)> {
         if idx >= self.buckets().len() {
             return None;
         }
@@ -43,6 +57,14 @@ impl PoolShared {
             // SAFETY: the calling thread found it open inside its marked
             // `get`, and it has nothing pending (above).
             let (buf, cell) = unsafe { Shared::pop_local(mine, count) }?;
+            if credit {
+                // SAFETY: inside the marked operation that found the cache
+                // open, so the pool's last handle, orphaning the bucket,
+                // waits for it to leave before it takes the credits back;
+                // the caller holds a unit (or a handle), so the count is
+                // above 0.
+                unsafe { mine.take_credit(self.keep()) };
+            }
             Some((buf, cell, local))
         });
         gate::leave();
@@ -66,24 +88,57 @@ impl PoolShared {
     /// cache has room, the idle cap admits it, and nobody waits for memory.
     #[inline(always)]
     pub(crate) fn release(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        if let Err(buf) = self.push_own(buf, home, origin, false) {
+            self.release_slow(buf, home, origin);
+        }
+    }
+
+    /// The owner path of an owned buffer's release: as
+    /// [`release`](Self::release)'s, which also returns the buffer's unit
+    /// of the pool's keep-alive count as a credit of the cache, inside the
+    /// same marked push ([`super::units`]). Hands the buffer back if the
+    /// owner path cannot take it (then the unit is still out).
+    #[inline(always)]
+    pub(crate) fn release_crediting(
+        &self,
+        buf: Box<Buf>,
+        home: Home<Buf>,
+        origin: u32,
+    ) -> Result<(), Box<Buf>> {
+        self.push_own(buf, home, origin, true)
+    }
+
+    #[inline(always)]
+    fn push_own(
+        &self,
+        buf: Box<Buf>,
+        home: Home<Buf>,
+        origin: u32,
+        credit: bool,
+    ) -> Result<(), Box<Buf>> {
         let mut buf = buf;
         let idx = origin as usize;
         if idx < self.buckets().len() && !self.under_pressure() {
             gate::enter();
-            // SAFETY: the guard that held the buffer borrowed (or held an
-            // `Arc` of) the pool, which owns the cache.
+            // SAFETY: the guard that held the buffer borrowed the pool (or
+            // held a unit of its count), which owns the cache.
             if let Some(mine) = unsafe { home.mine() } {
                 match self.push_fast(idx, mine, buf) {
                     Ok(()) => {
+                        if credit {
+                            // SAFETY: inside the marked operation that found
+                            // the cache open.
+                            unsafe { mine.return_credit_unchecked() };
+                        }
                         gate::leave();
-                        return;
+                        return Ok(());
                     }
                     Err(back) => buf = back,
                 }
             }
             gate::leave();
         }
-        self.release_slow(buf, home, origin);
+        Err(buf)
     }
 
     /// [`release`](Self::release) out of line, for the guards' `Drop`: a

@@ -10,14 +10,22 @@
 //! ([`super::handle`]) and the waits for memory ([`super::wait`]).
 
 use std::fmt;
+use std::ptr::NonNull;
 
 use super::bucket::Bucket;
+use super::buf::Buf;
 use super::config::PoolConfig;
 use super::guard::PooledBuf;
 use super::shared::PoolShared;
 use super::stats::BufferPoolStats;
+use super::units::PoolPtr;
 use crate::error::AcquireError;
-use crate::loom::{Arc, Weak};
+use crate::home::Home;
+use crate::loom::{
+    Arc,
+    Ordering::{AcqRel, Relaxed},
+    Weak,
+};
 
 /// A pool of byte buffers in buckets by capacity.
 ///
@@ -61,19 +69,65 @@ use crate::loom::{Arc, Weak};
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct BufferPool {
-    shared: Arc<PoolShared>,
+    /// The shared state, which this handle keeps alive by the handles' unit
+    /// of its keep-alive count ([`super::units`]).
+    shared: NonNull<PoolShared>,
 }
 
+// SAFETY: a handle of `PoolShared`, which is `Send + Sync`, kept alive by
+// the handles' unit of its count (an atomic count).
+unsafe impl Send for BufferPool {}
+// SAFETY: as above.
+unsafe impl Sync for BufferPool {}
+
 /// How a guard or a wait reaches its pool's shared state: a borrowed one by
-/// reference, an owned one through the `Arc` of its [`BufferPool`].
+/// reference, an owned one through a pointer beside its unit of the pool's
+/// keep-alive count ([`PoolPtr`]), a wait for an owned one through the
+/// `Arc` of its [`BufferPool`].
 pub(crate) trait PoolRef {
     fn pool_shared(&self) -> &PoolShared;
+
+    /// Returns a guard's buffer (and, for an owned one, its unit).
+    #[inline(always)]
+    fn release_buf(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        self.pool_shared().release_parts(buf, home, origin);
+    }
+
+    /// Frees a guard's buffer without pooling it (and, for an owned one,
+    /// gives its unit back).
+    #[inline(always)]
+    fn discard_buf(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        self.pool_shared().discard(buf, home, origin);
+    }
 }
 
 impl PoolRef for &PoolShared {
     #[inline(always)]
     fn pool_shared(&self) -> &PoolShared {
         self
+    }
+}
+
+/// An owned buffer's: the pointer is held only beside the buffer's unit of
+/// the pool's count, which its release (or discard) gives back.
+impl PoolRef for PoolPtr {
+    #[inline(always)]
+    fn pool_shared(&self) -> &PoolShared {
+        // SAFETY: the guard that holds this pointer holds a unit of the
+        // pool's count (until its release, which does not call this after).
+        unsafe { self.get() }
+    }
+
+    #[inline(always)]
+    fn release_buf(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        // SAFETY: the guard's unit keeps the pool alive and goes back here;
+        // `self` is the guard's field, not the pool's.
+        unsafe { PoolShared::release_owned_parts(*self, buf, home, origin) };
+    }
+
+    fn discard_buf(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
+        // SAFETY: as above.
+        unsafe { PoolShared::discard_owned(self.as_ptr(), buf, home, origin) };
     }
 }
 
@@ -104,7 +158,13 @@ impl BufferPool {
         let shared = Arc::new_cyclic(|this: &Weak<PoolShared>| PoolShared::new(config, this));
         #[cfg(loom)]
         shared.make_all();
-        Self { shared }
+        // The count's strong reference (see `Keep`): the state lives until
+        // the count's last unit is given back, wherever that is.
+        let shared = Arc::into_raw(shared).cast_mut();
+        Self {
+            // SAFETY: `Arc::into_raw` gives a non-null pointer.
+            shared: unsafe { NonNull::new_unchecked(shared) },
+        }
     }
 
     /// A buffer of at least `capacity` bytes, empty (`len() == 0`).
@@ -158,7 +218,7 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire(&self, capacity: usize) -> PooledBuf<'_> {
-        let shared = &*self.shared;
+        let shared = self.shared();
         let idx = shared.bucket_index(capacity);
         match shared.pop_fast(idx) {
             Some((buf, home)) => PooledBuf::new(shared, buf, home, idx as u32),
@@ -202,7 +262,7 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire(&self, capacity: usize) -> Result<PooledBuf<'_>, AcquireError> {
-        let shared = &*self.shared;
+        let shared = self.shared();
         let idx = shared.bucket_index(capacity);
         match shared.pop_fast(idx) {
             Some((buf, home)) => Ok(PooledBuf::new(shared, buf, home, idx as u32)),
@@ -240,7 +300,7 @@ impl BufferPool {
     #[inline]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire_pooled(&self, capacity: usize) -> Option<PooledBuf<'_>> {
-        let shared = &*self.shared;
+        let shared = self.shared();
         let idx = shared.bucket_index(capacity);
         let (buf, home, origin) = match shared.pop_fast(idx) {
             Some((buf, home)) => (buf, home, idx as u32),
@@ -267,7 +327,7 @@ impl BufferPool {
     /// assert_eq!(pool.stats().idle_memory, 4096);
     /// ```
     pub fn stats(&self) -> BufferPoolStats {
-        self.shared.stats()
+        self.shared().stats()
     }
 
     /// Frees every idle buffer: every bucket's depot and inboxes, this
@@ -288,7 +348,7 @@ impl BufferPool {
     /// assert_eq!((stats.idle_memory, stats.allocated_memory), (0, 0));
     /// ```
     pub fn trim(&self) {
-        for recycler in self.shared.buckets().iter().filter_map(Bucket::made) {
+        for recycler in self.shared().buckets().iter().filter_map(Bucket::made) {
             recycler.trim();
         }
     }
@@ -347,7 +407,7 @@ impl BufferPool {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
-        self.shared.prefill(capacity, count)
+        self.shared().prefill(capacity, count)
     }
 
     /// The buffers in use, grouped by the call site that acquired them, with
@@ -373,19 +433,41 @@ impl BufferPool {
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
     pub fn leaks(&self) -> crate::track::Leaks {
-        self.shared.leaks()
+        self.shared().leaks()
     }
 
     /// The shared state, for guards and scopes.
+    #[inline(always)]
     pub(crate) fn shared(&self) -> &PoolShared {
-        &self.shared
+        // SAFETY: the state lives while this handle does (it holds the
+        // handles' unit, given back only when the last handle drops).
+        unsafe { self.shared.as_ref() }
     }
 
     /// Another `BufferPool` of the same pool (its buckets, limits and
     /// counters): what a [`BufferPoolHandle`](super::BufferPoolHandle) holds.
     pub(crate) fn sharing(&self) -> Self {
+        // `Relaxed`: a new handle is made from a live one.
+        self.shared().handles().fetch_add(1, Relaxed);
         Self {
-            shared: Arc::clone(&self.shared),
+            shared: self.shared,
+        }
+    }
+}
+
+impl Drop for BufferPool {
+    /// The last handle orphans the buckets (their caches' credits back in
+    /// the pool's keep-alive count) and gives the handles' unit back: the
+    /// pool lives on only while owned buffers (or `FrameBuf`s) are out (see
+    /// the design notes, "Owned guards").
+    fn drop(&mut self) {
+        // `AcqRel`: the last handle sees every other handle's uses.
+        if self.shared().handles().fetch_sub(1, AcqRel) == 1 {
+            self.shared().orphan();
+            if let Some(let_go) = self.shared().keep().give(1) {
+                // SAFETY: `drop` borrows the handle, not the state.
+                unsafe { let_go.run() };
+            }
         }
     }
 }
@@ -447,7 +529,7 @@ impl Default for BufferPool {
 impl fmt::Debug for BufferPool {
     /// The settings and the memory totals; takes no lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = self.shared.config();
+        let c = self.shared().config();
         f.debug_struct("BufferPool")
             .field("bucket_step", &c.bucket_step)
             .field("min_capacity", &c.min_capacity)
@@ -456,7 +538,7 @@ impl fmt::Debug for BufferPool {
             .field("max_idle_per_bucket", &c.max_idle_per_bucket)
             .field("memory_limit", &c.memory_limit)
             .field("alignment", &c.alignment)
-            .field("allocated_memory", &self.shared.ledger().allocated())
+            .field("allocated_memory", &self.shared().ledger().allocated())
             .finish_non_exhaustive()
     }
 }

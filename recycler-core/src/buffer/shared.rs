@@ -29,7 +29,12 @@ use super::stats::{BucketStats, BufferPoolStats};
 use crate::cache::Local;
 use crate::config::Config;
 use crate::idle::{Evict, IdleAccount};
-use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
+use crate::keep::{Keep, KeepRef};
+use crate::loom::{
+    Arc, AtomicBool, AtomicUsize, Liveness,
+    Ordering::{Relaxed, SeqCst},
+    StatCounter, Weak,
+};
 use crate::recycler::Recycler;
 use crate::registry::{ExitFlush, Token};
 use crate::shared::Shared;
@@ -78,9 +83,33 @@ pub(crate) struct PoolShared {
     /// bucket step; worked out once, since a scope is often made per
     /// request.
     scope_chunk: (usize, usize, usize),
+    /// What keeps this state alive for the owned buffers out: units, one
+    /// for the handles together, one per owned buffer, the rest credits in
+    /// the caches of the buckets ([`super::units`]). It holds one strong
+    /// reference on this state until its count reaches 0.
+    keep: Keep,
+    /// The handles (`BufferPool`s) of this state alive: the last to drop
+    /// orphans the buckets and gives the handles' unit back.
+    handles: AtomicUsize,
+    /// Set by the last handle as it drops, before it orphans the buckets
+    /// made so far: a bucket made afterwards is orphaned as it is made.
+    orphaned: AtomicBool,
+    /// Loom builds: checks that no use of this state races its drop.
+    liveness: Liveness,
     /// Where the buffers in use were taken (feature `track`).
     #[cfg(feature = "track")]
     tracker: crate::track::Tracker,
+}
+
+/// Gives back the strong reference of a pool's state that its keep-alive
+/// count holds.
+///
+/// # Safety
+///
+/// `state` is that reference, given back once (by [`Keep`]).
+unsafe fn release_pool(state: *const ()) {
+    // SAFETY: the caller's guarantee.
+    unsafe { Arc::decrement_strong_count(state.cast::<PoolShared>()) };
 }
 
 impl PoolShared {
@@ -156,9 +185,47 @@ impl PoolShared {
                     step,
                 )
             },
+            // SAFETY: `this` is the `Arc` being made, whose one strong
+            // reference the count takes (`BufferPool::from_config`): handles
+            // and owned buffers hold units of the count; `release_pool`
+            // gives it back.
+            keep: unsafe { Keep::new(this.as_ptr().cast(), release_pool) },
+            handles: AtomicUsize::new(1),
+            orphaned: AtomicBool::new(false),
+            liveness: Liveness::new(),
             #[cfg(feature = "track")]
             tracker: crate::track::Tracker::default(),
         }
+    }
+
+    /// The count of units that keeps this state alive (see the field).
+    #[inline(always)]
+    pub(crate) fn keep(&self) -> &Keep {
+        &self.keep
+    }
+
+    /// The handles alive (see the field).
+    #[inline(always)]
+    pub(crate) fn handles(&self) -> &AtomicUsize {
+        &self.handles
+    }
+
+    /// Marks the pool orphaned: its last handle is dropping (see the
+    /// field).
+    pub(crate) fn set_orphaned(&self) {
+        self.orphaned.store(true, SeqCst);
+    }
+
+    /// Whether the pool's last handle has dropped (see the field).
+    pub(crate) fn is_orphaned(&self) -> bool {
+        self.orphaned.load(SeqCst)
+    }
+
+    /// Loom builds: the check that a use of this state does not race its
+    /// drop.
+    #[inline(always)]
+    pub(crate) fn liveness(&self) -> &Liveness {
+        &self.liveness
     }
 
     /// The pool's settings.
@@ -267,8 +334,10 @@ impl PoolShared {
     ///
     /// If `idx` is not a bucket.
     pub(crate) fn bucket(&self, idx: usize) -> &Shared<Buf> {
-        self.buckets[idx]
+        let mut made = false;
+        let inner = self.buckets[idx]
             .made_or(|| {
+                made = true;
                 // The bucket's own account if it has one (which counts in
                 // the pool's too, if there is one), else the pool's.
                 let shared = match (self.bucket_idle.get(idx), &self.idle) {
@@ -276,9 +345,20 @@ impl PoolShared {
                     (None, Some(acct)) => Some((Arc::clone(acct), idx)),
                     (None, None) => None,
                 };
-                Recycler::from_parts(Box::new(never_called), self.bucket_config, shared)
+                // Its caches hold credits of the pool's count.
+                let credits_to = Some(KeepRef::new(&self.keep));
+                Recycler::from_parts(
+                    Box::new(never_called),
+                    self.bucket_config,
+                    shared,
+                    credits_to,
+                )
             })
-            .inner()
+            .inner();
+        if made {
+            self.orphan_if_late(inner);
+        }
+        inner
     }
 
     /// Records `buf`, just taken, as taken at `at` (feature `track`).
@@ -415,4 +495,27 @@ impl ExitFlush for PoolShared {
 /// recycler with `made`.
 fn never_called() -> Buf {
     unreachable!("a buffer pool allocates its buffers itself")
+}
+
+impl Drop for PoolShared {
+    fn drop(&mut self) {
+        self.keep.settle();
+        self.liveness.end();
+        #[cfg(loom)]
+        FREED.with(|n| n.set(n.get() + 1));
+    }
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    static FREED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Loom builds: the pools whose state was freed on this OS thread (a loom
+/// model runs all its threads on its test's), so that a model can tell a
+/// pool let go from one kept for ever by a unit never given back.
+#[cfg(loom)]
+#[doc(hidden)]
+pub fn __loom_pools_freed() -> usize {
+    FREED.with(std::cell::Cell::get)
 }

@@ -577,12 +577,9 @@ macro_rules! buf_api {
                     // SAFETY: `this` is never dropped, so the buffer is taken
                     // exactly once, here.
                     let buf = unsafe { ManuallyDrop::take(&mut this.buf) }.into_buf();
-                    // SAFETY: as above: the pool is read once, and never used
-                    // through `this` again (an `Arc` is moved out, not cloned).
-                    let pool = unsafe { std::ptr::read(&this.pool) };
                     #[cfg(feature = "track")]
-                    pool.pool_shared().untrack(&buf);
-                    pool.pool_shared().discard(buf, this.home, this.origin);
+                    this.pool.pool_shared().untrack(&buf);
+                    this.pool.discard_buf(buf, this.home, this.origin);
                 }
             }
         }
@@ -596,9 +593,7 @@ macro_rules! buf_api {
                 let buf = buf.into_buf();
                 #[cfg(feature = "track")]
                 self.pool.pool_shared().untrack(&buf);
-                self.pool
-                    .pool_shared()
-                    .release_parts(buf, self.home, self.origin);
+                self.pool.release_buf(buf, self.home, self.origin);
             }
         }
 

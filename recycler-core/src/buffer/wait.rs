@@ -345,7 +345,7 @@ impl Future for AcquireOwned {
             this.0.track(parts);
         }
         Poll::Ready(got.map(|(buf, home, origin)| {
-            OwnedPooledBuf::new(Arc::clone(&this.0.pool), buf, home, origin)
+            OwnedPooledBuf::new(this.0.pool.shared(), buf, home, origin)
         }))
     }
 }
@@ -674,7 +674,7 @@ impl BufferPool {
         let (buf, home, origin) = self.shared().acquire_blocking(capacity, timeout)?;
         #[cfg(feature = "track")]
         self.shared().track(&buf, std::panic::Location::caller());
-        Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
+        Ok(OwnedPooledBuf::new(self.shared(), buf, home, origin))
     }
 
     /// A buffer of at least `capacity` bytes, waiting without blocking at

@@ -23,7 +23,7 @@ fn rounds_up_to_buckets() {
         assert_eq!((b.capacity(), b.len()), (cap, 0), "acquire({ask})");
     }
     let odd = pool(BufferPool::builder().bucket_step(1000).max_capacity(5000));
-    assert_eq!(odd.shared.step_shift(), None);
+    assert_eq!(odd.shared().step_shift(), None);
     assert_eq!(odd.acquire(1001).capacity(), 2000);
     assert_eq!(odd.acquire(5000).capacity(), 5000);
     assert_eq!(odd.acquire(5001).capacity(), 5001);
@@ -380,8 +380,8 @@ fn bucket_cap_holds_in_striped_mode() {
 
 /// The buckets whose recyclers have been made.
 fn made(p: &BufferPool) -> Vec<usize> {
-    (0..p.shared.buckets().len())
-        .filter(|&i| p.shared.buckets()[i].made().is_some())
+    (0..p.shared().buckets().len())
+        .filter(|&i| p.shared().buckets()[i].made().is_some())
         .collect()
 }
 
