@@ -14,6 +14,7 @@
 
 use std::hint::black_box;
 use std::mem::MaybeUninit;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bumpalo::Bump;
@@ -76,6 +77,42 @@ pub fn w3_fill_pool(pool: &BufferPool, size: usize, iters: u64) -> Duration {
         let mut buf = pool.acquire(size);
         buf.resize(size, i as u8);
         black_box(&mut buf[..]);
+    }
+    start.elapsed()
+}
+
+/// W3's guard row: acquire a buffer, write 8 bytes, release (the guard's
+/// cost, not the memory's).
+pub fn w3_touch_pool(pool: &BufferPool, size: usize, iters: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        let mut buf = pool.acquire(size);
+        buf.extend_from_slice(&i.to_le_bytes());
+        black_box(&mut buf[..]);
+    }
+    start.elapsed()
+}
+
+/// [`w3_touch_pool`] with an owned buffer (`acquire_owned`), as tokio code
+/// takes one.
+pub fn w3_touch_pool_owned(pool: &Arc<BufferPool>, size: usize, iters: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        let mut buf = pool.acquire_owned(size);
+        buf.extend_from_slice(&i.to_le_bytes());
+        black_box(&mut buf[..]);
+    }
+    start.elapsed()
+}
+
+/// [`w3_touch_pool`]'s baseline: `Vec::with_capacity(size)`, 8 bytes
+/// written, dropped.
+pub fn w3_touch_vec_with_capacity(size: usize, iters: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        let mut v: Vec<u8> = Vec::with_capacity(size);
+        v.extend_from_slice(&i.to_le_bytes());
+        black_box(&mut v[..]);
     }
     start.elapsed()
 }

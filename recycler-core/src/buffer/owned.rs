@@ -129,7 +129,7 @@ impl PoolShared {
     /// An owned buffer of at least `capacity` bytes, as `acquire` (the
     /// owner path takes its unit as a credit). The caller holds a handle
     /// of the pool or a unit of its count.
-    #[inline]
+    #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn acquire_owned(&self, capacity: usize) -> OwnedPooledBuf {
         let idx = self.bucket_index(capacity);
@@ -219,6 +219,7 @@ impl BufferPool {
     /// std::thread::spawn(move || buf.extend_from_slice(b"away")).join().unwrap();
     /// assert_eq!(pool.stats().buckets[0].releases, 1);
     /// ```
+    #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
         self.shared().acquire_owned(capacity)

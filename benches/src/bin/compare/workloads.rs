@@ -8,6 +8,7 @@
 //! use in `common.rs`. Every target line goes through [`targets`], which
 //! marks it MET or MISSED.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use recycler_benches::buffer_peers::{
@@ -15,8 +16,8 @@ use recycler_benches::buffer_peers::{
 };
 use recycler_benches::buffers::{
     Touch, W4_ALL_SIZES, W4_FEW_SIZES, w3_fill_pool, w3_fill_vec_with_capacity, w3_fill_vec_zeroed,
-    w4_mix, w4_pool, w4_striped_pool, w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope,
-    w5_vec,
+    w3_touch_pool, w3_touch_pool_owned, w3_touch_vec_with_capacity, w4_mix, w4_pool,
+    w4_striped_pool, w5_acquire, w5_bumpalo, w5_exhausted_pool, w5_pool, w5_scope, w5_vec,
 };
 use recycler_benches::wakeup::{Waiter, median_p99, wakeup_latencies};
 use recycler_benches::{
@@ -308,49 +309,73 @@ fn fastest_peer(group: &[Outcome], peers: &[&str]) -> String {
         .join(", ")
 }
 
-/// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB.
+/// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB. And
+/// the guards alone: acquire 4 KiB, write 8 bytes, release, with a borrowed
+/// and an owned buffer.
 fn w3(b: &mut Bench<'_>) -> Vec<Outcome> {
-    let pool = BufferPool::builder()
-        .build()
-        .expect("the default configuration is valid");
-    [4usize << 10, 64 << 10]
-        .into_iter()
-        .map(|size| {
-            let mut contenders = vec![
-                Contender::new("buffer_pool", |n| w3_fill_pool(&pool, size, n)),
-                Contender::new("vec_with_capacity", move |n| {
-                    w3_fill_vec_with_capacity(size, n)
-                }),
-                Contender::new("vec_zeroed", move |n| w3_fill_vec_zeroed(size, n)),
-            ];
-            let label = format!("W3 {} KiB", size >> 10);
-            let results = b.measure(&label, &mut contenders);
-            let mut o = Outcome::new(
-                "W3",
-                format!("acquire + fill every byte + release, {} KiB", size >> 10),
-                Unit::NsPerOp,
-                "buffer_pool",
-                b.alloc,
-                results,
-            );
+    let pool = Arc::new(
+        BufferPool::builder()
+            .build()
+            .expect("the default configuration is valid"),
+    );
+    let size = 4 << 10;
+    let mut contenders = vec![
+        Contender::new("buffer_pool", |n| w3_touch_pool(&pool, size, n)),
+        Contender::new("buffer_pool_owned", |n| w3_touch_pool_owned(&pool, size, n)),
+        Contender::new("vec_with_capacity", move |n| {
+            w3_touch_vec_with_capacity(size, n)
+        }),
+    ];
+    let results = b.measure("W3 guards", &mut contenders);
+    let mut guards = Outcome::new(
+        "W3",
+        "acquire 4 KiB + write 8 bytes + release: the guards".to_string(),
+        Unit::NsPerOp,
+        "buffer_pool",
+        b.alloc,
+        results,
+    );
+    guards.notes.push(targets::ratio(
+        "buffer_pool_owned's time <= 1.5x buffer_pool's",
+        Check::AtMost(1.5),
+        guards.speedup("buffer_pool_owned"),
+    ));
+    let fills = [4usize << 10, 64 << 10].into_iter().map(|size| {
+        let mut contenders = vec![
+            Contender::new("buffer_pool", |n| w3_fill_pool(&pool, size, n)),
+            Contender::new("vec_with_capacity", move |n| {
+                w3_fill_vec_with_capacity(size, n)
+            }),
+            Contender::new("vec_zeroed", move |n| w3_fill_vec_zeroed(size, n)),
+        ];
+        let label = format!("W3 {} KiB", size >> 10);
+        let results = b.measure(&label, &mut contenders);
+        let mut o = Outcome::new(
+            "W3",
+            format!("acquire + fill every byte + release, {} KiB", size >> 10),
+            Unit::NsPerOp,
+            "buffer_pool",
+            b.alloc,
+            results,
+        );
+        o.notes.push(targets::ratio(
+            &format!(
+                "buffer_pool never slower than vec_with_capacity at {} KiB",
+                size >> 10
+            ),
+            Check::AtLeast(1.0),
+            o.speedup("vec_with_capacity"),
+        ));
+        if size == 64 << 10 {
             o.notes.push(targets::ratio(
-                &format!(
-                    "buffer_pool never slower than vec_with_capacity at {} KiB",
-                    size >> 10
-                ),
-                Check::AtLeast(1.0),
-                o.speedup("vec_with_capacity"),
+                "buffer_pool >= 2x vec_zeroed at 64 KiB",
+                Check::AtLeast(2.0),
+                o.speedup("vec_zeroed"),
             ));
-            if size == 64 << 10 {
-                o.notes.push(targets::ratio(
-                    "buffer_pool >= 2x vec_zeroed at 64 KiB",
-                    Check::AtLeast(2.0),
-                    o.speedup("vec_zeroed"),
-                ));
-            }
-            o
-        })
-        .collect()
+        }
+        o
+    });
+    std::iter::once(guards).chain(fills).collect()
 }
 
 /// W4: Jetty's mix, page-touch variant, all 16 sizes and a fixed few.
