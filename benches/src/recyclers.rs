@@ -26,9 +26,16 @@ pub fn recyclers<T: Recyclable + Default + Send + 'static>() -> Vec<(&'static st
         .reset_on_return(false)
         .build()
         .expect("a valid configuration");
+    // The idle-bytes cap that the guide suggests for objects whose size
+    // varies: what turning it on costs where every object is small.
+    let capped = Recycler::builder()
+        .max_idle_bytes(8 << 20)
+        .build()
+        .expect("a valid configuration");
     vec![
         ("recycler", Recycler::new()),
         ("recycler_striped", striped),
         ("recycler_reset_at_home", at_home),
+        ("recycler_capped", capped),
     ]
 }

@@ -59,6 +59,28 @@
 //! path may need it), and waits for a busy owner only boundedly: a thread
 //! that stays inside an operation (a `reset` that blocks) is skipped, and
 //! its cache reopens on its owner's next slow path.
+//!
+//! # Where it is hooked
+//!
+//! The protocol's sites outside this file, each named for its part:
+//! - the owner's marks and a cache's gate: [`gate`](crate::gate) (and the
+//!   fences, [`fence`]); the marked owner operations of
+//!   [`Mine`] (`with_cache`, `with_rest_unchecked`, the
+//!   credits);
+//! - the marked owner paths: `owner.rs` (a release's push on the batch, an
+//!   owned guard's return of its credit), `capped.rs`, and the buffer
+//!   pool's `buffer/owner.rs` (every pop and push, the hot slot included);
+//! - the gates' ways in: the hot index (`registry.rs`) and the buffer
+//!   pool's index cells (`buffer/index.rs`), which a stealer clears;
+//! - the takers: `trim` (`trim.rs`, [`Shared::steal_quiet`]), an owner's
+//!   miss taking a quiet thread's pending batch for it (`slow_get.rs`,
+//!   [`Shared::steal_stale_pending`]), a waiter at a buffer pool's memory
+//!   limit (`buffer/limit.rs`, `steal_quiet`), and a recycler's last
+//!   handle taking the caches' credits back ([`orphan_caches`], from
+//!   [`Shared::orphan`]; for a buffer pool, `buffer/units.rs`);
+//! - giving a cache up, which waits for no stealer to be counted:
+//!   [`Mine::abandon`](crate::mine::Mine::abandon), from a thread's exit
+//!   hook (`exit.rs`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;

@@ -23,6 +23,7 @@ How to read this:
     is its own process, under its own global allocator.
   - \"recycler\" is Recycler::new(), the defaults; every other configuration
     is named: recycler_reset_at_home = reset_on_return(false),
+    recycler_capped = max_idle_bytes(8 MiB),
     recycler_striped = striped(0), recycler_owned = get_owned.
     \"box\" allocates every object fresh; floor_* rows are harness floors
     (what the workload costs with no pool at all), not contenders.
