@@ -193,10 +193,7 @@ impl PoolShared {
         home: Home<Buf>,
         origin: u32,
     ) {
-        let unit = UnitBack {
-            pool: this,
-            idx: Some((origin & !GROWN) as usize),
-        };
+        let unit = UnitBack::of(this, origin);
         // SAFETY: alive while the unit is out (`unit` gives it back).
         let pool = unsafe { &*unit.pool };
         pool.release_slow(buf, home, origin);
@@ -214,10 +211,7 @@ impl PoolShared {
         home: Home<Buf>,
         origin: u32,
     ) {
-        let unit = UnitBack {
-            pool: this,
-            idx: Some((origin & !GROWN) as usize),
-        };
+        let unit = UnitBack::of(this, origin);
         // SAFETY: alive while the unit is out (`unit` gives it back).
         let pool = unsafe { &*unit.pool };
         pool.discard(buf, home, origin);
@@ -257,6 +251,16 @@ struct UnitBack {
     pool: *const PoolShared,
     /// The bucket the buffer came from (past the last: none).
     idx: Option<usize>,
+}
+
+impl UnitBack {
+    /// The unit of an owned buffer of `this` pool, of origin `origin`.
+    fn of(this: *const PoolShared, origin: u32) -> Self {
+        Self {
+            pool: this,
+            idx: Some((origin & !GROWN) as usize),
+        }
+    }
 }
 
 impl Drop for UnitBack {
