@@ -126,6 +126,21 @@ impl OwnedPooledBuf {
 }
 
 impl PoolShared {
+    /// The guard of a buffer the owner path popped from bucket `idx`,
+    /// tracked (feature `track`) at the caller's caller.
+    ///
+    /// # Safety
+    ///
+    /// The pop took a unit for it ([`pop_owned`](Self::pop_owned)).
+    #[inline(always)]
+    #[cfg_attr(feature = "track", track_caller)]
+    unsafe fn owned_hit(&self, buf: Box<Buf>, home: Home<Buf>, idx: usize) -> OwnedPooledBuf {
+        #[cfg(feature = "track")]
+        self.track(&buf, std::panic::Location::caller());
+        // SAFETY: the caller's guarantee.
+        unsafe { OwnedPooledBuf::holding_unit(self, buf, home, idx as u32) }
+    }
+
     /// An owned buffer of at least `capacity` bytes, as `acquire` (the
     /// owner path takes its unit as a credit). The caller holds a handle
     /// of the pool or a unit of its count.
@@ -134,15 +149,27 @@ impl PoolShared {
     pub(crate) fn acquire_owned(&self, capacity: usize) -> OwnedPooledBuf {
         let idx = self.bucket_index(capacity);
         match self.pop_owned(idx) {
-            Some((buf, home)) => {
-                #[cfg(feature = "track")]
-                self.track(&buf, std::panic::Location::caller());
-                // SAFETY: `pop_owned` took a unit for it.
-                unsafe { OwnedPooledBuf::holding_unit(self, buf, home, idx as u32) }
-            }
+            // SAFETY: `pop_owned` took a unit for it.
+            Some((buf, home)) => unsafe { self.owned_hit(buf, home, idx) },
             None => {
                 let (buf, home, origin) = self.acquire_cold(capacity, idx).into_parts();
                 OwnedPooledBuf::new(self, buf, home, origin)
+            }
+        }
+    }
+
+    /// As [`acquire_owned`](Self::acquire_owned), or why there is none (as
+    /// `try_acquire`).
+    #[inline(always)]
+    #[cfg_attr(feature = "track", track_caller)]
+    fn try_acquire_owned(&self, capacity: usize) -> Result<OwnedPooledBuf, AcquireError> {
+        let idx = self.bucket_index(capacity);
+        match self.pop_owned(idx) {
+            // SAFETY: `pop_owned` took a unit for it.
+            Some((buf, home)) => Ok(unsafe { self.owned_hit(buf, home, idx) }),
+            None => {
+                let (buf, home, origin) = self.try_acquire_cold(capacity, idx)?.into_parts();
+                Ok(OwnedPooledBuf::new(self, buf, home, origin))
             }
         }
     }
@@ -153,12 +180,8 @@ impl PoolShared {
     fn try_acquire_owned_pooled(&self, capacity: usize) -> Option<OwnedPooledBuf> {
         let idx = self.bucket_index(capacity);
         match self.pop_owned(idx) {
-            Some((buf, home)) => {
-                #[cfg(feature = "track")]
-                self.track(&buf, std::panic::Location::caller());
-                // SAFETY: `pop_owned` took a unit for it.
-                Some(unsafe { OwnedPooledBuf::holding_unit(self, buf, home, idx as u32) })
-            }
+            // SAFETY: `pop_owned` took a unit for it.
+            Some((buf, home)) => Some(unsafe { self.owned_hit(buf, home, idx) }),
             None => {
                 let (buf, home, origin) = match self.take_pooled(idx) {
                     Some((buf, home)) => (buf, home, idx as u32),
@@ -245,11 +268,11 @@ impl BufferPool {
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     #[cfg_attr(feature = "track", track_caller)]
+    #[inline(always)]
     pub fn try_acquire_owned(
         self: &Arc<Self>,
         capacity: usize,
     ) -> Result<OwnedPooledBuf, AcquireError> {
-        let (buf, home, origin) = self.try_acquire(capacity)?.into_parts();
-        Ok(OwnedPooledBuf::new(self.shared(), buf, home, origin))
+        self.shared().try_acquire_owned(capacity)
     }
 }
