@@ -96,10 +96,7 @@ fn main() {
         "get" => get(&Recycler::new(), n),
         "get16" => get16(&Recycler::new(), n),
         "get_owned" => get_owned(&Arc::new(Recycler::new()), n),
-        "striped" => get(
-            &Recycler::builder().striped(2).build().expect("valid"),
-            n,
-        ),
+        "striped" => get(&Recycler::builder().striped(2).build().expect("valid"), n),
         "capped" => capped(
             &Recycler::builder()
                 .max_idle_bytes(1 << 20)
