@@ -278,10 +278,12 @@ mod inbox;
 mod loom;
 mod owned;
 mod owner;
+mod percpu;
 mod recyclable;
 mod recycler;
 mod registry;
 mod resetting;
+mod rseq;
 mod shared;
 mod shrink;
 mod slow_get;
@@ -310,6 +312,17 @@ pub use crate::track::{LeakSite, Leaks};
 #[cfg(feature = "derive")]
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use recycler_derive::Recyclable;
+
+/// Not part of the API: the per-CPU cache on restartable sequences, for the
+/// workspace's tests and benchmarks until striped mode uses it.
+#[doc(hidden)]
+pub use crate::percpu::PerCpu as __PerCpu;
+
+/// Loom builds only: moves the calling thread to a modelled CPU, for the
+/// per-CPU cache's models (see `tests/tests/loom_percpu.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use crate::rseq::set_cpu as __loom_set_cpu;
 
 /// Loom builds only: runs the calling thread's exit hooks now (see
 /// `tests/tests/loom.rs`).
