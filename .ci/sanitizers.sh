@@ -14,8 +14,9 @@
 # - compiletest, soundness: trybuild runs the compiler;
 # - derive, derive_props: expansion only;
 # - stress, soak, model: the same paths as the suites run here, longer;
-# - alloc: it counts allocations in steady state, and ASan's slowdown
-#   changes the timing that steady state depends on (checked without it);
+# - alloc, zero_alloc: they count allocations in steady state, and ASan's
+#   slowdown changes the timing that steady state depends on (checked
+#   without it);
 # - loom models: a build of their own.
 #
 # ThreadSanitizer builds the same way (`-Zsanitizer=thread

@@ -17,7 +17,8 @@
 //! - `get16`: the same with 16 objects held, released in turn;
 //! - `get_owned`: `get_owned` and drop on an `Arc<Recycler<_>>`;
 //! - `striped`: `get` and drop on a `striped(2)` recycler;
-//! - `capped`: `get` and drop of a `Vec<u8>` under `max_idle_bytes`;
+//! - `vec`: `get` and drop of a `Vec<u8>`, one byte pushed;
+//! - `capped`: the same under `max_idle_bytes`;
 //! - `acquire`: `acquire(4096)` and drop on a default buffer pool;
 //! - `acquire_owned`: `acquire_owned(4096)` and drop.
 //!
@@ -97,6 +98,7 @@ fn main() {
         "get16" => get16(&Recycler::new(), n),
         "get_owned" => get_owned(&Arc::new(Recycler::new()), n),
         "striped" => get(&Recycler::builder().striped(2).build().expect("valid"), n),
+        "vec" => capped(&Recycler::new(), n),
         "capped" => capped(
             &Recycler::builder()
                 .max_idle_bytes(1 << 20)

@@ -6,31 +6,30 @@
 //! under its memory ledger, and reaches through an index of its own. So the
 //! bucket:
 //!
-//! - hands out buffers the recycler did not make: a buffer grown into this
+//! - lends buffers the recycler did not make: a buffer grown into this
 //!   bucket ([`Shared::adopt`]), a released buffer granted straight to a
-//!   waiter at the memory limit ([`Shared::handed`]);
+//!   waiter at the memory limit ([`Shared::granted`]);
 //! - takes from and puts into the calling thread's cache on its own owner
 //!   paths, found through the pool's index rather than the hot index
 //!   ([`Shared::pop_local`], [`Shared::push_local`]), counting idle bytes in
-//!   the pool's per-thread delta cell ([`Shared::set_idle_cell`]);
+//!   the pool's per-thread delta cell ([`Mine::set_idle_cell`](crate::mine::Mine::set_idle_cell));
 //! - frees idle buffers for the pool's idle-memory cap ([`Shared::evict`]),
 //!   and moves what it took from quiet threads or its own pending batches
 //!   to where the pool's reclaim frees it ([`Shared::store_all`],
 //!   [`Shared::flush_own_pending`]).
 
-use crate::cache::Local;
 use crate::home::Home;
 use crate::idle::{DeltaCell, bytes_of};
 use crate::inbox::Batch;
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
-use crate::registry;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::trim::pass_on;
 use crate::unwind::drop_each;
 
 impl<T: Recyclable> Shared<T> {
-    /// Makes `obj`, an object in use that this recycler did not hand out (a
+    /// Makes `obj`, an object in use that this recycler did not lend (a
     /// buffer that grew into another bucket), one of its objects in use,
     /// homed at the calling thread's cache; the caller releases it next.
     pub(crate) fn adopt(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
@@ -38,21 +37,21 @@ impl<T: Recyclable> Shared<T> {
             Counters::add_shared(&self.shared.adopted, 1);
             return (obj, self.home(None, !self.config.pooling()));
         }
-        let local = self.local_for_current();
+        let local = self.local_for_current().map(Mine::local);
         self.count_for(local, |c| &c.adopted, 1);
         // A recycler that pools nothing homes it where its release drops it.
         (obj, self.home(local, !self.config.pooling()))
     }
 
-    /// Hands out `obj`, released and passed straight to the calling thread
-    /// (a buffer a release handed to a waiter): a hit, homed at the calling
+    /// Lends `obj`, released and passed straight to the calling thread
+    /// (a buffer a release granted to a waiter): a hit, homed at the calling
     /// thread's cache.
-    pub(crate) fn handed(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
+    pub(crate) fn granted(&self, obj: Box<T>) -> (Box<T>, Home<T>) {
         if self.stripes.is_some() {
             Counters::add_shared(&self.shared.hits, 1);
             return (obj, self.home(None, !self.config.pooling()));
         }
-        let local = self.local_for_current();
+        let local = self.local_for_current().map(Mine::local);
         self.count_for(local, |c| &c.hits, 1);
         // A recycler that pools nothing homes it where its release drops it.
         (obj, self.home(local, !self.config.pooling()))
@@ -63,16 +62,8 @@ impl<T: Recyclable> Shared<T> {
     /// at its memory limit, which frees only what is in a cache it reaches,
     /// the depot or an inbox: not what waits here to be sent.
     pub(crate) fn flush_own_pending(&self) {
-        let token = registry::current();
-        if !registry::is_live(token) {
-            return;
-        }
-        let local = registry::registered(self.id).cast::<Local<T>>();
-        // SAFETY: a cache the calling thread registered for this recycler's
-        // id is one of its caches (alive: `&self`).
-        match unsafe { local.as_ref() } {
-            Some(local) if local.is_owned_by(token) => self.flush_pending(local),
-            _ => {}
+        if let Some(mine) = self.registered_local() {
+            self.flush_pending(mine);
         }
     }
 
@@ -90,24 +81,18 @@ impl<T: Recyclable> Shared<T> {
     /// inboxes. Counts them as evicted and dropped, takes their bytes off the
     /// idle account, and returns the bytes freed.
     ///
-    /// # Safety
-    ///
-    /// `own`, if given, is a cache of this recycler that the calling thread
-    /// owns.
-    pub(crate) unsafe fn evict(&self, want: u64, own: Option<&Local<T>>) -> u64 {
-        // SAFETY: the caller owns `own`.
-        if !unsafe { self.may_hold_idle(own) } {
+    /// `own`, if given, is the calling thread's cache of this recycler.
+    pub(crate) fn evict(&self, want: u64, own: Option<Mine<'_, T>>) -> u64 {
+        if !self.may_hold_idle(own) {
             return 0;
         }
         let mut victims: Batch<T> = Vec::new();
         let mut freed = 0u64;
-        if let Some(local) = own {
+        if let Some(mine) = own {
             while freed < want {
-                // SAFETY: the caller owns `local`; the closure runs no user
-                // code.
-                let obj =
-                    unsafe { local.with_cache(|c| c.batch.pop_front().or_else(|| c.slot.take())) };
-                let Some(obj) = obj else { break };
+                let Some(obj) = mine.take_coldest() else {
+                    break;
+                };
                 freed += bytes_of(&obj);
                 victims.push(obj);
             }
@@ -162,44 +147,37 @@ impl<T: Recyclable> Shared<T> {
     /// the empty ones for a few loads each, instead of taking every
     /// depot's lock. A hint may be stale; the walk then frees less, and the
     /// release that asked drops its own object instead.
-    ///
-    /// # Safety
-    ///
-    /// `own`, if given, is a cache of this recycler that the calling thread
-    /// owns.
-    unsafe fn may_hold_idle(&self, own: Option<&Local<T>>) -> bool {
-        // SAFETY: the caller owns `own`; the closure runs no user code.
-        own.is_some_and(|l| unsafe { l.with_cache(|c| c.len() > 0) })
+    fn may_hold_idle(&self, own: Option<Mine<'_, T>>) -> bool {
+        own.is_some_and(|mine| mine.len() > 0)
             || !self.depot.looks_empty()
             || self.stripes.as_ref().is_some_and(|s| s.idle() > 0)
             || self.all_caches().any(|l| !l.inbox.looks_empty())
     }
 
-    /// Puts `obj`, already reset, in `local`'s slot if it is empty, or on the
+    /// Puts `obj`, already reset, in `mine`'s slot if it is empty, or on the
     /// back of its batch if the cache then holds at most
     /// `max_capacity_per_thread` objects and the batch has room in its
     /// allocation, if `admit` (the idle-memory check, given the cache's
     /// idle cell) agrees; counts the release if `count`.
-    /// Otherwise hands `obj` back, for [`release_slow`](Self::release_slow).
+    /// Otherwise gives `obj` back, for [`release_slow`](Self::release_slow).
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, a cache of a recycler of `T` (whose
-    /// `max_capacity_per_thread` is at least 1: a recycler that pools
-    /// nothing homes its objects at its discard cache), found it open inside
-    /// a marked operation ([`crate::steal`]), and `admit` does not touch the
-    /// cache.
+    /// The calling thread found `mine` open inside a marked operation
+    /// ([`crate::steal`]); `mine`'s `max_capacity_per_thread` is at least 1
+    /// (a recycler that pools nothing homes its objects at its discard
+    /// cache); `admit` does not touch the cache.
     #[inline(always)]
     pub(crate) unsafe fn push_local(
-        local: &Local<T>,
+        mine: Mine<'_, T>,
         obj: Box<T>,
         count: bool,
         admit: impl FnOnce(*const DeltaCell) -> bool,
     ) -> Result<(), Box<T>> {
-        // SAFETY: the caller owns `local`, open, inside its operation; the
-        // closure runs no user code (`admit` is the pool's accounting).
+        // SAFETY: the caller's guarantee; the closure runs no user code
+        // (`admit` is the pool's accounting).
         let rest = unsafe {
-            local.with_cache_unchecked(|c| {
+            mine.with_cache_unchecked(|c| {
                 if c.slot.is_none() {
                     if admit(c.idle_cell) {
                         *c.slot = Some(obj);
@@ -217,41 +195,28 @@ impl<T: Recyclable> Shared<T> {
                 }
             })
         };
-        Self::pushed(local, rest, count)
+        Self::pushed(mine.local(), rest, count)
     }
 
-    /// Takes an idle object from `local` (its slot, else its batch),
+    /// Takes an idle object from `mine` (its slot, else its batch),
     /// counting a hit if `count`; returns it with the cache's idle cell.
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, a cache of a recycler of `T`, found
-    /// it open inside its marked `get` ([`crate::steal`]), and has no
-    /// foreign releases pending in it (the buffer pool removes a cache from
-    /// its index while it has).
+    /// The calling thread found `mine` open inside its marked `get`
+    /// ([`crate::steal`]), and has no foreign releases pending in it (the
+    /// buffer pool removes a cache from its index while it has).
     #[inline(always)]
     pub(crate) unsafe fn pop_local(
-        local: &Local<T>,
+        mine: Mine<'_, T>,
         count: bool,
     ) -> Option<(Box<T>, *const DeltaCell)> {
         // SAFETY: the caller's guarantee; the closure runs no user code.
-        let (obj, cell) = unsafe { local.with_cache_unchecked(|c| (c.pop(), c.idle_cell)) };
+        let (obj, cell) = unsafe { mine.with_cache_unchecked(|c| (c.pop(), c.idle_cell)) };
         let obj = obj?;
         if count {
-            Counters::add_owned(&local.counters.hits, 1);
+            Counters::add_owned(&mine.counters.hits, 1);
         }
         Some((obj, cell))
-    }
-
-    /// Sets the delta cell `local`'s owner counts idle bytes in (the
-    /// pool's per-thread cell, or null for the cache's own).
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`; a non-null `cell` lives as long as
-    /// the recycler.
-    pub(crate) unsafe fn set_idle_cell(local: &Local<T>, cell: *const DeltaCell) {
-        // SAFETY: the caller owns `local`; the closure runs no user code.
-        unsafe { local.with_cache(|c| c.idle_cell = cell) };
     }
 }

@@ -19,11 +19,12 @@ use std::collections::VecDeque;
 use std::ptr::NonNull;
 
 use crate::claim::Claimable;
-use crate::gate::{self, Gate, GetGate, PendingSince};
+use crate::gate::{Gate, PendingSince};
 use crate::idle::DeltaCell;
 use crate::inbox::{Batch, Inbox};
+use crate::keep::Credits;
 use crate::loom::{AtomicU64, Ordering, UnsafeCell};
-use crate::registry::{self, NOBODY, TOKEN_STEP, Token};
+use crate::registry::{NOBODY, TOKEN_STEP, Token};
 use crate::stats::Counters;
 
 /// In a cache's owner word, next to the owner's token: the recycler counts
@@ -104,6 +105,13 @@ struct Cells<T> {
     /// reached only as the rest is ([`crate::steal`]).
     slot: UnsafeCell<Option<Box<T>>>,
     rest: UnsafeCell<Rest<T>>,
+    /// The owner's credits: units of the recycler's keep-alive count that
+    /// it holds for the owned guards it makes and the ones released to it
+    /// ([`crate::keep`]). A cell of its own: the owner takes one without a
+    /// mark (only while a handle lives, when nobody else touches it) and
+    /// returns one inside a marked operation; stealers never touch it; the
+    /// last handle takes them all back under the stealers' handshake.
+    credit: UnsafeCell<Credits>,
 }
 
 /// The owner-only state of a [`Local`] but the hot slot.
@@ -362,6 +370,7 @@ impl<T> Local<T> {
                     low_water: 0,
                     idle_cell: std::ptr::null(),
                 }),
+                credit: UnsafeCell::new(Credits::default()),
             }),
             counters: Counters::default(),
             delta: DeltaCell::new(),
@@ -382,7 +391,7 @@ impl<T> Local<T> {
     /// recycler counts idle bytes; `NOBODY` if no thread owns the cache. It
     /// equals the calling thread's token exactly when that thread owns the
     /// cache and releases into it may take the owner path
-    /// ([`Home::owned`](crate::home::Home::owned)).
+    /// ([`Home::mine`](crate::home::Home::mine)).
     ///
     /// `Relaxed` suffices: only the thread with a given token ever stores
     /// that token here, so a thread sees its own token only if it stored it,
@@ -403,78 +412,6 @@ impl<T> Local<T> {
     /// inbox will be drained. Preceded by a `SeqCst` fence in the caller.
     pub(crate) fn is_abandoned(&self) -> bool {
         self.owner_word() == NOBODY
-    }
-
-    /// Opens the owner path of this cache, found by the owner's fast `get`
-    /// through `get`, unless a thread is taking its contents (see
-    /// [`Gate::open`]). Returns whether it opened.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns this cache; `get` points into its own hot
-    /// index or into an index cell of a pool that owns this cache.
-    pub(crate) unsafe fn open(&self, get: GetGate) -> bool {
-        // SAFETY: the caller's guarantee; the closure runs under the lock,
-        // on the calling thread's own cache, and runs no user code.
-        unsafe {
-            self.gate.open(&self.owner, get, || {
-                self.with_cache_unchecked(|c| !c.pending.is_empty())
-            })
-        }
-    }
-
-    /// Reopens the owner path after a stealer shut it, with the ways in the
-    /// last [`open`](Self::open) recorded: for the slow paths of an owner
-    /// whose fast paths found the cache shut.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns this cache.
-    pub(crate) unsafe fn reopen(&self) {
-        if self.owner_word() & CLOSED == 0 {
-            return;
-        }
-        // SAFETY: the recorded ways in are the calling thread's (it owns the
-        // cache, and only its owner records them).
-        unsafe { self.open(GetGate::None) };
-    }
-
-    /// Gives the cache up; a releaser that then sees `NOBODY` (after its
-    /// fence) drains the inbox itself, and the next thread to claim it
-    /// (`Acquire`) sees everything this thread wrote to it (`Release`).
-    /// Waits, if need be, for the threads taking its contents to be done.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns the cache and will not touch its owner-only
-    /// state again unless it claims the cache anew.
-    pub(crate) unsafe fn abandon(&self) {
-        self.gate.abandon(&self.owner);
-    }
-
-    /// Runs `f` on the owner-only state, as its owner: inside a marked
-    /// operation while the owner path is open, else under the cache's lock
-    /// (see [`crate::steal`]).
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns the cache, and `f` neither runs user code
-    /// (`reset`, the factory, an object's `Drop`) nor calls `with_cache` on
-    /// this cache again, so the unique borrow is never aliased.
-    #[inline]
-    pub(crate) unsafe fn with_cache<R>(&self, f: impl FnOnce(&mut Cache<'_, T>) -> R) -> R {
-        gate::enter();
-        if self.owner_word() & !ACCOUNTED == registry::current() {
-            // SAFETY: the calling thread owns the cache, which is open, and
-            // it is inside a marked operation (see `crate::steal`).
-            let r = unsafe { self.with_cache_unchecked(f) };
-            gate::leave();
-            return r;
-        }
-        gate::leave();
-        let _lock = self.gate.lock();
-        // SAFETY: the calling thread owns the cache and holds its lock.
-        unsafe { self.with_cache_unchecked(f) }
     }
 
     /// Runs `f` on the owner-only state, with no check.
@@ -518,6 +455,24 @@ impl<T> Local<T> {
         self.cache.rest.with_mut(|rest| {
             // SAFETY: the caller's guarantee: the only borrow.
             f(unsafe { &mut *rest })
+        })
+    }
+
+    /// Runs `f` on the owner's credits ([`crate::keep`]).
+    ///
+    /// # Safety
+    ///
+    /// No other thread touches them meanwhile: the calling thread owns the
+    /// cache and either a handle of the recycler is alive (nobody but the
+    /// owner touches them then) or it is inside a marked operation that
+    /// found the cache open; or the calling thread holds the cache's lock
+    /// and its owner is outside every marked operation (see
+    /// [`crate::steal`]). `f` runs no user code and does not re-enter.
+    #[inline(always)]
+    pub(crate) unsafe fn with_credit_unchecked<R>(&self, f: impl FnOnce(&mut Credits) -> R) -> R {
+        self.cache.credit.with_mut(|credit| {
+            // SAFETY: the caller's guarantee: the only borrow.
+            f(unsafe { &mut *credit })
         })
     }
 

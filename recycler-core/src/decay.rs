@@ -15,7 +15,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
-use crate::cache::Local;
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::shared::Shared;
 use crate::stats::Counters;
@@ -24,21 +24,20 @@ use crate::stats::Counters;
 pub(crate) const DECAY_PERIOD: u64 = 1 << 16;
 
 impl<T: Recyclable> Shared<T> {
-    /// A decay pass on `local`, owned by the calling thread, if decay is on
-    /// (the owner path tests the period, a constant, and lands here either
-    /// way).
+    /// A decay pass on `mine`, if decay is on (the owner path tests the
+    /// period, a constant, and lands here either way).
     #[cold]
     #[inline(never)]
-    pub(crate) fn decay(&self, local: &Local<T>) {
+    pub(crate) fn decay(&self, mine: Mine<'_, T>) {
         if !self.config.idle_decay {
             return;
         }
         let batch_size = self.config.batch_size;
         let mut rejected = Vec::new();
-        // SAFETY: the caller owns `local`; the closure runs no user code (the
-        // depot moves boxes under its lock).
+        // SAFETY: the closure runs no user code (the depot moves boxes under
+        // its lock).
         unsafe {
-            local.with_cache(|c| {
+            mine.with_cache(|c| {
                 let unused = c.low_water.min(c.batch.len());
                 let mut n = unused - unused / 4;
                 while n > 0 {
@@ -52,46 +51,34 @@ impl<T: Recyclable> Shared<T> {
             })
         };
         if !rejected.is_empty() {
-            self.drop_idle(rejected, Some(local));
+            self.drop_idle(rejected, Some(mine.local()));
         }
     }
 
-    /// The decay pass of a get that has just taken `obj` from `local` and
+    /// The decay pass of a get that has just taken `obj` from `mine` and
     /// counted its hit. The pass may drop objects the depot refuses, and a
     /// `Drop` may panic: then `obj` goes back into the cache and the hit is
     /// uncounted (the get did not happen) before the panic goes on to the
     /// caller, so the object is neither dropped uncounted during the unwind
     /// nor lost to the books. `restore` runs first in that case (the slow
     /// get counts the object's bytes idle again under a cap).
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`.
     #[cold]
     #[inline(never)]
-    pub(crate) unsafe fn decay_after_get(
+    pub(crate) fn decay_after_get(
         &self,
-        local: &Local<T>,
+        mine: Mine<'_, T>,
         obj: Box<T>,
         restore: impl FnOnce(),
     ) -> Box<T> {
-        let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.decay(local))) else {
+        let Err(panic) = catch_unwind(AssertUnwindSafe(|| self.decay(mine))) else {
             return obj;
         };
         restore();
-        // SAFETY: the caller owns `local`; the closure runs no user code
-        // (the push may allocate, never drops an object).
-        unsafe {
-            local.with_cache(|c| {
-                if c.slot.is_none() {
-                    *c.slot = Some(obj);
-                } else {
-                    c.batch.push_back(obj);
-                }
-            });
-        }
+        // Back in the slot or on the batch, whatever the cache holds.
+        let kept = mine.push(obj, usize::MAX);
+        debug_assert!(kept.is_none());
         // Minus one, as the owner writes its counters: a load and a store.
-        Counters::add_owned(&local.counters.hits, u64::MAX);
+        Counters::add_owned(&mine.counters.hits, u64::MAX);
         resume_unwind(panic)
     }
 }

@@ -24,6 +24,7 @@
 use crate::cache::Local;
 use crate::inbox::Batch;
 use crate::loom::{Ordering, fence};
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry::{ExitFlush, Token};
 use crate::shared::Shared;
@@ -36,11 +37,17 @@ impl<T: Recyclable + Send> ExitFlush for Shared<T> {
         if !local.is_owned_by(token) {
             return;
         }
-        self.flush_pending(local);
-        // SAFETY: the exiting thread still owns `local`; the closure runs no
-        // user code.
+        // SAFETY: the registry runs the hooks with the exiting thread's own
+        // token, which the cache's owner word holds: the thread owns it, and
+        // gives it up only below.
+        let mine = unsafe { Mine::new(local) };
+        self.flush_pending(mine);
+        // The credits this cache holds for owned guards go back to the
+        // count, below (a later owner starts with none).
+        let credits = mine.take_credits();
+        // SAFETY: the closure runs no user code.
         let cached = unsafe {
-            local.with_cache(|c| {
+            mine.with_cache(|c| {
                 c.fresh = 0;
                 c.idle_cell = std::ptr::null();
                 c.take_all()
@@ -58,11 +65,16 @@ impl<T: Recyclable + Send> ExitFlush for Shared<T> {
         if let Some(acct) = &self.idle {
             acct.flush(&local.delta);
         }
-        // SAFETY: the calling thread owns `local` and touches only its inbox
-        // from here on.
-        unsafe { local.abandon() };
+        // SAFETY: the thread touches only the inbox from here on, through
+        // `local`, never its owner-only state.
+        unsafe { mine.abandon() };
         // Pairs with the fence in `send_home`.
         fence(Ordering::SeqCst);
         self.rescue(local, None);
+        if let Some(let_go) = self.keep.give(credits) {
+            // SAFETY: it frees nothing here: the registry holds the state
+            // (an `Arc`) while the hook runs, and frees it after.
+            unsafe { let_go.run() };
+        }
     }
 }

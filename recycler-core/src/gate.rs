@@ -132,6 +132,10 @@ pub(crate) struct GateState {
     /// reaches the cache only under the lock until it reopens it, so a
     /// stealer needs no fence.
     pub(crate) sealed: bool,
+    /// The recycler's last handle has dropped and taken this cache's
+    /// credits back ([`crate::keep`]): the owner path stays shut for good,
+    /// so that every later release gives its unit back directly.
+    pub(crate) orphaned: bool,
 }
 
 impl GateState {
@@ -153,6 +157,7 @@ impl Gate {
                 ways: [GetGate::None; 2],
                 stealers: 0,
                 sealed: false,
+                orphaned: false,
             }),
         }
     }
@@ -234,7 +239,7 @@ impl Gate {
     ) -> bool {
         let mut state = self.lock();
         state.record(get);
-        if state.stealers > 0 || !fence::available() {
+        if state.stealers > 0 || state.orphaned || !fence::available() {
             return false;
         }
         state.marks = registry::marks();

@@ -19,6 +19,7 @@
 //! With `reset_on_return(false)` the objects travel unreset; [`Shared::settle`]
 //! resets them where they leave an inbox for a cache or the depot.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::{self, NonNull};
 
@@ -26,6 +27,7 @@ use crate::cache::Local;
 use crate::home::Home;
 use crate::inbox::Batch;
 use crate::loom::{Ordering, fence};
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::resetting::Resetting;
@@ -35,15 +37,20 @@ use crate::unwind;
 
 impl<T: Recyclable> Shared<T> {
     /// Release on a thread that does not own the object's home; the object
-    /// is reset already unless `reset_on_return(false)` defers it.
-    pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>) {
+    /// is reset already unless `reset_on_return(false)` defers it. For an
+    /// owned guard's object, `owed` (set) has the guard's unit of the
+    /// keep-alive count counted as a credit of the calling thread's cache
+    /// in the same operation that gathers the object there, if the cache is
+    /// open ([`crate::keep`]); it is cleared then, before anything that may
+    /// panic (the caller gives the unit back if it is still set).
+    pub(crate) fn release_foreign(&self, obj: Box<T>, home: Home<T>, owed: Option<&Cell<bool>>) {
         let home_ptr = home.local_ptr();
         let Some(mine) = self.local_for_release() else {
             // The thread is exiting: send the object straight home.
             Counters::add_shared(&self.shared.released_remote, 1);
             return self.send_home(home_ptr, vec![obj], None);
         };
-        if ptr::eq(home_ptr.as_ptr(), mine) {
+        if ptr::eq(home_ptr.as_ptr(), mine.local()) {
             // This thread has just claimed the object's home (it took over
             // the cache of the thread that got the object): this is the
             // owner.
@@ -59,11 +66,11 @@ impl<T: Recyclable> Shared<T> {
         // SAFETY: every home is a cache of this recycler, which is alive
         // (the guard being released keeps it) and never moves a cache.
         let inbox = unsafe { &home_ptr.as_ref().inbox };
-        // SAFETY: `local_for_current` returns a cache the calling thread
-        // owns; the closure runs no user code (`take_spare` is a channel
+        let credit = owed.is_some_and(Cell::get);
+        // SAFETY: the closure runs no user code (`take_spare` is a channel
         // operation).
-        let (full, first, empty) = unsafe {
-            mine.with_cache(|c| {
+        let ((full, first, empty), credited) = unsafe {
+            mine.with_cache_crediting(credit, |c| {
                 let first = c.pending.is_empty();
                 let full = c
                     .pending
@@ -72,6 +79,9 @@ impl<T: Recyclable> Shared<T> {
                 (full, first && !empty, empty)
             })
         };
+        if credited && let Some(owed) = owed {
+            owed.set(false);
+        }
         if first {
             // The next `get` on this thread must take the slow path, which
             // sends them.
@@ -82,18 +92,14 @@ impl<T: Recyclable> Shared<T> {
             mine.pending_since.clear();
         }
         if let Some(full) = full {
-            self.send_home(full.home, full.objs, Some(mine));
+            self.send_home(full.home, full.objs, Some(mine.local()));
         }
     }
 
     /// Sends every batch `mine` has pending to its home.
-    pub(crate) fn flush_pending(&self, mine: &Local<T>) {
-        loop {
-            // SAFETY: the caller owns `mine`; the closure runs no user code.
-            let Some(p) = (unsafe { mine.with_cache(|c| c.pending.pop()) }) else {
-                break;
-            };
-            self.send_home(p.home, p.objs, Some(mine));
+    pub(crate) fn flush_pending(&self, mine: Mine<'_, T>) {
+        while let Some(p) = mine.pop_pending() {
+            self.send_home(p.home, p.objs, Some(mine.local()));
         }
         mine.pending_since.clear();
     }

@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::cache::Local;
+use crate::mine::Mine;
 use crate::registry;
 
 /// Where a guard's object goes when released: the cache of the thread that
@@ -14,7 +15,7 @@ use crate::registry;
 ///
 /// Everything that sends a release down the slow path shows in the home
 /// cache's owner word, so the owner path needs one compare
-/// ([`owned`](Self::owned)): the orphan and discard caches are never owned,
+/// ([`mine`](Self::mine)): the orphan and discard caches are never owned,
 /// and the caches of a recycler with an idle-memory cap carry a flag in
 /// their owner word (see [`Local::owner_word`]).
 pub(crate) struct Home<T> {
@@ -60,12 +61,15 @@ impl<T> Home<T> {
     ///
     /// The recycler that made this home is alive for `'a`.
     #[inline(always)]
-    pub(crate) unsafe fn owned<'a>(&self) -> Option<&'a Local<T>> {
+    pub(crate) unsafe fn mine<'a>(&self) -> Option<Mine<'a, T>> {
         // SAFETY: a cache of a live recycler (the caller's guarantee), which
         // never moves or frees a cache while it lives.
         let local = unsafe { self.ptr.as_ref() };
         if local.owner_word() == registry::current() {
-            Some(local)
+            // SAFETY: its owner word is the calling thread's token, which no
+            // other thread has (flags would make them differ): the calling
+            // thread owns the cache.
+            Some(unsafe { Mine::new(local) })
         } else {
             None
         }

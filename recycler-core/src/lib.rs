@@ -104,6 +104,31 @@
 //! assert!(matches!(conn.state, State::Idle));
 //! ```
 //!
+//! A collection's `reset` keeps the collection's allocation but drops its
+//! elements, so a `Vec<String>` or `HashMap<String, String>` field allocates
+//! its strings again on every use. A [`RecycleVec`] keeps its elements,
+//! reset, and [`RecycleVec::push_reset`] hands them out again:
+//!
+//! ```
+//! use recycler_core::{Recyclable, RecycleVec, Recycler};
+//!
+//! #[derive(Default, Recyclable)]
+//! struct Request {
+//!     headers: RecycleVec<(String, String)>,
+//!     tags: RecycleVec<String>,
+//! }
+//!
+//! let pool: Recycler<Request> = Recycler::new();
+//! let mut req = pool.get();
+//! req.tags.push_reset().push_str("urgent");
+//! let tag = req.tags[0].as_ptr();
+//! drop(req);
+//!
+//! let mut req = pool.get();
+//! req.tags.push_reset().push_str("later"); // the kept string, reset
+//! assert_eq!(req.tags[0].as_ptr(), tag);
+//! ```
+//!
 //! [The derive guide](guide::derive) has an example of every attribute and
 //! shape, the rules for type-parameter bounds and `retained_bytes`, and the
 //! compiler's message for each mistake.
@@ -257,6 +282,7 @@ mod box_like;
 pub mod buffer;
 mod builder;
 mod cache;
+mod capped;
 mod claim;
 mod config;
 mod cpu;
@@ -275,11 +301,14 @@ mod handoff;
 mod home;
 mod idle;
 mod inbox;
+mod keep;
 mod loom;
+mod mine;
 mod owned;
 mod owner;
 mod percpu;
 mod recyclable;
+mod recycle_vec;
 mod recycler;
 mod registry;
 mod resetting;
@@ -302,6 +331,7 @@ pub use crate::guard::Pooled;
 pub use crate::handle::RecyclerHandle;
 pub use crate::owned::OwnedPooled;
 pub use crate::recyclable::Recyclable;
+pub use crate::recycle_vec::RecycleVec;
 pub use crate::recycler::Recycler;
 pub use crate::shrink::ShrinkTo;
 pub use crate::stats::RecyclerStats;

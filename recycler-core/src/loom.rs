@@ -59,6 +59,53 @@ macro_rules! maybe_const_fn {
 
 pub(crate) use maybe_const_fn;
 
+/// Under loom, a cell that the drop of a recycler's state writes and the
+/// paths that may run around that drop read (an owned guard's release, the
+/// giving back of its unit, the last handle's drop), so that loom reports
+/// any such use not ordered before the drop: a state let go too early.
+/// Nothing at all with `std`.
+#[cfg(loom)]
+pub(crate) struct Liveness(loom::cell::UnsafeCell<()>);
+
+// SAFETY: the cell holds nothing; it only tells loom when the state's drop
+// and its uses happen, which is what the model checks.
+#[cfg(loom)]
+unsafe impl Sync for Liveness {}
+
+#[cfg(loom)]
+impl Liveness {
+    pub(crate) fn new() -> Self {
+        Self(loom::cell::UnsafeCell::new(()))
+    }
+
+    /// A use of the state, which must happen before its drop.
+    pub(crate) fn check(&self) {
+        self.0.with(|_| ());
+    }
+
+    /// The state's drop.
+    pub(crate) fn end(&mut self) {
+        self.0.with_mut(|_| ());
+    }
+}
+
+/// See the loom build's `Liveness`: nothing here.
+#[cfg(not(loom))]
+pub(crate) struct Liveness;
+
+#[cfg(not(loom))]
+impl Liveness {
+    pub(crate) fn new() -> Self {
+        Self
+    }
+
+    #[inline(always)]
+    pub(crate) fn check(&self) {}
+
+    #[inline(always)]
+    pub(crate) fn end(&mut self) {}
+}
+
 #[cfg(not(loom))]
 pub(crate) use self::std_impl::*;
 

@@ -5,7 +5,7 @@
 //!   the thread owns the cache and has no foreign releases pending), pop the
 //!   batch, else take the hot slot (the bottom of the stack); count a hit.
 //! - **release**: one compare tells that the calling thread owns the home
-//!   and that no flag sends the object elsewhere ([`Home::owned`]); then,
+//!   and that no flag sends the object elsewhere ([`Home::mine`]); then,
 //!   unless the thread is panicking, reset the object and put it in the
 //!   slot if it is empty, or push it on the batch if that neither spills nor
 //!   grows it; count a release.
@@ -17,15 +17,18 @@
 //! site per direction keeps the inlined part small enough to inline into the
 //! caller's loop. No atomic read-modify-write and no lock on either path.
 
-use crate::resetting::Resetting;
+use std::cell::Cell;
 use std::ptr;
 
 use crate::cache::{CLOSED, Local, Rest};
 use crate::decay::DECAY_PERIOD;
 use crate::gate::{self, GetGate};
 use crate::home::Home;
+use crate::loom::{Ordering, fence};
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry;
+use crate::resetting::Resetting;
 use crate::shared::Shared;
 use crate::stats::Counters;
 
@@ -40,40 +43,45 @@ impl<T: Recyclable> Shared<T> {
     /// them: its gets take the slow path, which counts bytes.
     #[inline(always)]
     pub(crate) fn pop_owned(&self) -> Option<(Box<T>, Home<T>)> {
-        let local = registry::hot(self.id, self.hot_position)?.cast::<Local<T>>();
-        // SAFETY: a hot-index entry under this recycler's plain id points to
-        // a cache of this recycler that the calling thread owns and has open
-        // (the contract of `Local::open`).
-        let local = unsafe { local.as_ref() };
+        self.pop_owned_then(|_| ())
+    }
+
+    /// [`pop_owned`](Self::pop_owned), running `hit` on the calling
+    /// thread's cache when it serves the get (an owned guard takes a credit
+    /// there).
+    #[inline(always)]
+    pub(crate) fn pop_owned_then(
+        &self,
+        hit: impl FnOnce(Mine<'_, T>),
+    ) -> Option<(Box<T>, Home<T>)> {
+        let mine = self.hot(self.id)?;
         // The hot slot first, with no mark: only its owner ever touches a
         // plain recycler's slot (see `crate::steal`).
-        // SAFETY: the calling thread owns `local`, of a plain recycler (a
-        // buffer pool never gets from its buckets' recyclers through here:
-        // its owner paths are `buffer::owner`, which mark the slot too);
-        // `take` runs no user code.
-        let popped = match unsafe { local.with_slot_unchecked(Option::take) } {
-            Some(obj) => Some((obj, local)),
+        // SAFETY: a plain recycler's cache (a buffer pool never gets from
+        // its buckets' recyclers through here: its owner paths are
+        // `buffer::owner`, which mark the slot too).
+        let popped = match unsafe { mine.take_slot() } {
+            Some(obj) => Some(obj),
             None => {
-                // The batch, which another thread may be taking: marked,
+                // The batch, which another thread may be stealing: marked,
                 // and the gate read again inside the mark.
                 gate::enter();
                 let popped = registry::hot(self.id, self.hot_position).and_then(|_| {
-                    // SAFETY: the calling thread owns `local` and found it
-                    // open inside its marked `get`; `pop_batch` runs no user
-                    // code.
-                    let obj = unsafe { local.with_rest_unchecked(Rest::pop_batch) }?;
-                    Some((obj, local))
+                    // SAFETY: the calling thread found its cache open inside
+                    // its marked `get`; `pop_batch` runs no user code.
+                    unsafe { mine.with_rest_unchecked(Rest::pop_batch) }
                 });
                 gate::leave();
                 popped
             }
         };
-        let (mut obj, local) = popped?;
-        if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
-            // SAFETY: the calling thread owns `local` (above).
-            obj = unsafe { self.decay_after_get(local, obj, || ()) };
+        let mut obj = popped?;
+        if Counters::add_owned_then(&mine.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
+            obj = self.decay_after_get(mine, obj, || ());
         }
-        Some((obj, Home::new(local)))
+        // After the decay pass, whose panic would leave nothing taken.
+        hit(mine);
+        Some((obj, Home::new(mine.local())))
     }
 
     /// Returns a released object to the pool. `pool` says whether it may be
@@ -98,29 +106,18 @@ impl<T: Recyclable> Shared<T> {
     pub(crate) unsafe fn release(obj: Box<T>, home: Home<T>, pool: bool) {
         if pool {
             // SAFETY: alive (the caller's guarantee).
-            if let Some(local) = unsafe { home.owned() } {
+            if let Some(mine) = unsafe { home.mine() } {
                 let obj = Resetting::reset(obj, home);
                 // The hot slot, with no mark: only its owner ever touches a
                 // plain recycler's slot (see `crate::steal`).
-                // SAFETY: the calling thread owns `local`, of a plain
-                // recycler (a buffer pool's buffers are released by the
-                // pool); the closure runs no user code.
-                let rest = unsafe {
-                    local.with_slot_unchecked(|slot| match slot {
-                        None => {
-                            *slot = Some(obj);
-                            None
-                        }
-                        Some(_) => Some(obj),
-                    })
-                };
-                let Some(obj) = rest else {
-                    Counters::add_owned(&local.counters.released_local, 1);
+                // SAFETY: a plain recycler's cache (a buffer pool's buffers
+                // are released by the pool).
+                let Some(obj) = (unsafe { mine.fill_slot(obj) }) else {
+                    Counters::add_owned(&mine.counters.released_local, 1);
                     return;
                 };
-                // SAFETY: the caller's guarantee; the calling thread owns
-                // `local`, the home's cache.
-                return unsafe { Self::release_batch(local, obj, home) };
+                // SAFETY: the caller's guarantee.
+                return unsafe { Self::release_batch(mine, obj, home) };
             }
         }
         // SAFETY: as above: a cache of a live recycler.
@@ -128,9 +125,95 @@ impl<T: Recyclable> Shared<T> {
         inner.release_slow(obj, home, false);
     }
 
+    /// The release of an owned guard's object: as [`release`](Self::release),
+    /// then the guard's unit of the keep-alive count given back
+    /// ([`crate::keep`]): on the owner path, as a credit of the cache,
+    /// inside the operation that pushes the object (so that the last
+    /// handle, taking credits back, sees both or neither); else after the
+    /// slow release, by [`give_unit`](Shared::give_unit). Giving the unit
+    /// back is the last touch of the recycler.
+    ///
+    /// # Safety
+    ///
+    /// As for [`release`](Self::release), the recycler kept alive by the
+    /// guard's unit.
+    #[inline(always)]
+    pub(crate) unsafe fn release_owned_guard(obj: Box<T>, home: Home<T>, pool: bool) {
+        if pool {
+            // SAFETY: alive.
+            if let Some(mine) = unsafe { home.mine() } {
+                // Should `reset` panic, the guard's unit goes back too.
+                let obj = Resetting::reset_with(obj, home, true);
+                gate::enter();
+                // SAFETY: alive.
+                let back = match unsafe { home.mine() } {
+                    Some(_) => {
+                        // SAFETY: the calling thread found its cache open
+                        // inside its marked operation; the closure drops
+                        // nothing and runs no user code.
+                        let back = unsafe {
+                            mine.with_cache_unchecked(|c| {
+                                if c.slot.is_none() {
+                                    *c.slot = Some(obj);
+                                    None
+                                } else if c.has_room() {
+                                    c.batch.push_back(obj);
+                                    None
+                                } else {
+                                    Some(obj)
+                                }
+                            })
+                        };
+                        if back.is_none() {
+                            // SAFETY: as above.
+                            unsafe { mine.return_credit_unchecked() };
+                        }
+                        back
+                    }
+                    None => Some(obj),
+                };
+                gate::leave();
+                let Some(obj) = back else {
+                    Counters::add_owned(&mine.counters.released_local, 1);
+                    return;
+                };
+                // SAFETY: alive (the caller's guarantee), and nothing of
+                // the state is an argument of this frame.
+                return unsafe { Self::release_owned_slow(obj, home, true) };
+            }
+        }
+        // SAFETY: as above.
+        unsafe { Self::release_owned_slow(obj, home, false) };
+    }
+
+    /// An owned guard's release off its owner path: the slow release, then
+    /// the guard's unit given back (the last touch), whatever happens in
+    /// between: a `reset` or a `Drop` that panics there unwinds through the
+    /// guard that gives it.
+    ///
+    /// # Safety
+    ///
+    /// `home`'s recycler is alive, kept by the guard's unit, and the caller
+    /// holds no reference into its state as an argument.
+    #[inline(never)]
+    unsafe fn release_owned_slow(obj: Box<T>, home: Home<T>, was_reset: bool) {
+        // SAFETY: alive (the caller's guarantee).
+        let this: *const Shared<T> = unsafe { Shared::of(home.local()) };
+        let unit = UnitBack {
+            shared: this,
+            owed: Cell::new(true),
+        };
+        // SAFETY: alive while the unit is out (`unit` gives it back).
+        let shared = unsafe { &*this };
+        shared.liveness.check();
+        shared.release_measured(obj, home, was_reset, None, Some(&unit.owed));
+        // `unit` drops here (or as a panic unwinds through here): the unit
+        // goes back unless the release counted it as a credit.
+    }
+
     /// The release of an object the owner path has reset, whose cache's
     /// slot is full: a push on the batch, which another thread may be
-    /// taking, so marked, and the gate (the owner word) read again inside
+    /// stealing, so marked, and the gate (the owner word) read again inside
     /// the mark; else the slow release. Out of line, so that the inlined
     /// release stays small enough to inline into the caller's loop (with
     /// the batch inlined too, a `Pooled`'s drop glue was not inlined any
@@ -138,16 +221,15 @@ impl<T: Recyclable> Shared<T> {
     ///
     /// # Safety
     ///
-    /// As for [`release`](Self::release); the calling thread owned `local`,
-    /// `obj`'s home, when it checked.
+    /// As for [`release`](Self::release); `mine` is `obj`'s home.
     #[inline(never)]
-    unsafe fn release_batch(local: &Local<T>, obj: Box<T>, home: Home<T>) {
+    unsafe fn release_batch(mine: Mine<'_, T>, obj: Box<T>, home: Home<T>) {
         gate::enter();
         // SAFETY: alive (the caller's guarantee).
-        let pushed = match unsafe { home.owned() } {
-            // SAFETY: the calling thread owns `local` and found it open
-            // inside its marked operation.
-            Some(_) => unsafe { Self::push_batch(local, obj) },
+        let pushed = match unsafe { home.mine() } {
+            // SAFETY: the calling thread found its cache open inside its
+            // marked operation.
+            Some(_) => unsafe { Self::push_batch(mine, obj) },
             None => Err(obj),
         };
         gate::leave();
@@ -158,20 +240,20 @@ impl<T: Recyclable> Shared<T> {
         }
     }
 
-    /// Pushes `obj`, already reset, on the back of `local`'s batch if the
-    /// cache then holds at most `max_capacity_per_thread` objects and the
-    /// batch has room in its allocation; counts the release. Otherwise hands
-    /// `obj` back, for the slow path.
+    /// Pushes `obj`, already reset, on the back of the batch if the cache
+    /// then holds at most `max_capacity_per_thread` objects and the batch
+    /// has room in its allocation; counts the release. Otherwise hands `obj`
+    /// back, for the slow path.
     ///
     /// # Safety
     ///
-    /// The calling thread owns `local`, found it open inside a marked
-    /// operation ([`crate::steal`]), and its slot is full.
+    /// The calling thread found `mine` open inside a marked operation
+    /// ([`crate::steal`]), and its slot is full.
     #[inline(always)]
-    unsafe fn push_batch(local: &Local<T>, obj: Box<T>) -> Result<(), Box<T>> {
+    unsafe fn push_batch(mine: Mine<'_, T>, obj: Box<T>) -> Result<(), Box<T>> {
         // SAFETY: the caller's guarantee; the closure runs no user code.
         let rest = unsafe {
-            local.with_rest_unchecked(|c| {
+            mine.with_rest_unchecked(|c| {
                 if c.has_room() {
                     c.batch.push_back(obj);
                     None
@@ -180,7 +262,7 @@ impl<T: Recyclable> Shared<T> {
                 }
             })
         };
-        Self::pushed(local, rest, true)
+        Self::pushed(mine.local(), rest, true)
     }
 
     /// The end of a push: `Ok` and the release counted (if `count`) when
@@ -202,17 +284,25 @@ impl<T: Recyclable> Shared<T> {
         }
     }
 
-    /// The calling thread's cache, if the thread's hot index has it (under
-    /// the key, or under the key marked for pending releases): then the
-    /// thread owns it.
+    /// The calling thread's cache, if its hot index has it under `key` (this
+    /// recycler's key, marked or not).
     #[inline(always)]
-    fn hot_local(&self) -> Option<&Local<T>> {
-        let local = registry::hot(self.hot_key, self.hot_position)
-            .or_else(|| registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_position))?;
-        // SAFETY: a hot-index entry for this recycler's key (marked or not)
-        // points to a cache of this recycler (alive: `&self`) that the
-        // calling thread owns (the contract of `Local::open`).
-        Some(unsafe { local.cast::<Local<T>>().as_ref() })
+    pub(crate) fn hot(&self, key: u64) -> Option<Mine<'_, T>> {
+        let local = registry::hot(key, self.hot_position)?.cast::<Local<T>>();
+        // SAFETY: a hot-index entry under this recycler's key (marked or
+        // not) points to a cache of this recycler (alive: `&self`, and it
+        // never moves a cache) that the calling thread owns: only the owner
+        // sets its entry (`Mine::open`), and its exit hook clears the index
+        // before it gives the cache up.
+        Some(unsafe { Mine::new(local.as_ref()) })
+    }
+
+    /// The calling thread's cache, if the thread's hot index has it (under
+    /// the key, or under the key marked for pending releases).
+    #[inline(always)]
+    fn hot_local(&self) -> Option<Mine<'_, T>> {
+        self.hot(self.hot_key)
+            .or_else(|| self.hot(self.hot_key | registry::PENDING_KEY))
     }
 
     /// The calling thread's cache for a foreign release: as
@@ -220,11 +310,10 @@ impl<T: Recyclable> Shared<T> {
     /// the key marked for pending releases, which a thread that releases
     /// foreign objects usually has.
     #[inline]
-    pub(crate) fn local_for_release(&self) -> Option<&Local<T>> {
-        let marked = registry::hot(self.hot_key | registry::PENDING_KEY, self.hot_position);
-        match marked.or_else(|| registry::hot(self.hot_key, self.hot_position)) {
-            // SAFETY: as in `hot_local`.
-            Some(local) => Some(unsafe { local.cast::<Local<T>>().as_ref() }),
+    pub(crate) fn local_for_release(&self) -> Option<Mine<'_, T>> {
+        let marked = self.hot(self.hot_key | registry::PENDING_KEY);
+        match marked.or_else(|| self.hot(self.hot_key)) {
+            Some(mine) => Some(mine),
             None => self.claim_local(),
         }
     }
@@ -232,11 +321,29 @@ impl<T: Recyclable> Shared<T> {
     /// The calling thread's cache, claimed for it if need be; `None` while
     /// the thread is exiting.
     #[inline]
-    pub(crate) fn local_for_current(&self) -> Option<&Local<T>> {
+    pub(crate) fn local_for_current(&self) -> Option<Mine<'_, T>> {
         match self.hot_local() {
-            Some(local) => Some(local),
+            Some(mine) => Some(mine),
             None => self.claim_local(),
         }
+    }
+
+    /// The calling thread's cache if it has one, found without claiming:
+    /// the cache it registered for this recycler, if it still owns it.
+    pub(crate) fn registered_local(&self) -> Option<Mine<'_, T>> {
+        let token = registry::current();
+        if !registry::is_live(token) {
+            return None;
+        }
+        let registered = registry::registered(self.id).cast::<Local<T>>();
+        // SAFETY: a registered cache of this recycler's id is one of its
+        // caches (alive: `&self`).
+        let local = unsafe { registered.as_ref() }?;
+        // SAFETY: its owner word holds the calling thread's token, which no
+        // other thread has: the calling thread owns it.
+        local
+            .is_owned_by(token)
+            .then(|| unsafe { Mine::new(local) })
     }
 
     /// `local_for_current` when the hot index does not have the cache: find
@@ -245,23 +352,36 @@ impl<T: Recyclable> Shared<T> {
     /// releases pending.
     #[cold]
     #[inline(never)]
-    fn claim_local(&self) -> Option<&Local<T>> {
+    fn claim_local(&self) -> Option<Mine<'_, T>> {
         let token = registry::assign();
         if !registry::is_live(token) {
             return None;
         }
-        let registered = registry::registered(self.id).cast::<Local<T>>();
-        // SAFETY: a registered cache of this recycler's id is one of its
-        // caches (alive: `&self`).
-        let local = match unsafe { registered.as_ref() } {
-            Some(local) if local.is_owned_by(token) => local,
-            _ => {
+        let mine = match self.registered_local() {
+            Some(mine) => mine,
+            None => {
                 let (max, batch) = (self.config.max_capacity_per_thread, self.config.batch_size);
                 // Claimed shut: the owner path opens below, once the gate
                 // knows the thread (see `crate::steal`).
                 let local = self.caches.claim(token | self.owner_flag | CLOSED, || {
                     (self.new_local)(max, batch, ptr::from_ref(self).cast())
                 });
+                // SAFETY: the claim stored the calling thread's token in
+                // the owner word.
+                let mine = unsafe { Mine::new(local) };
+                // Pairs with the fence of the recycler's last handle as it
+                // drops (`Shared::orphan`): either this sees it orphaned, or
+                // its walk over the caches sees this claim.
+                fence(Ordering::SeqCst);
+                if self.orphaned.load(Ordering::SeqCst) {
+                    // No handle is left: only owned guards are out, and a
+                    // release of theirs gives its unit back directly rather
+                    // than as a credit of a cache nobody takes back.
+                    // SAFETY: the thread has not touched the cache, and
+                    // keeps no `Mine` of it.
+                    unsafe { mine.abandon() };
+                    return None;
+                }
                 // SAFETY: `local` is a cache of this recycler, which keeps it
                 // (at a fixed address) for as long as the recycler lives, and
                 // the calling thread owns it.
@@ -269,44 +389,38 @@ impl<T: Recyclable> Shared<T> {
                     registry::register(self.id, self.exit_hook.clone(), ptr::from_ref(local).cast())
                 };
                 if !registered {
-                    // SAFETY: the calling thread owns `local` and has not
-                    // touched it.
-                    unsafe { local.abandon() };
+                    // SAFETY: the thread has not touched the cache, and
+                    // keeps no `Mine` of it.
+                    unsafe { mine.abandon() };
                     return None;
                 }
-                // SAFETY: the calling thread owns `local`; the closure runs
-                // no user code.
-                unsafe { local.with_cache(|c| c.low_water = c.batch.len()) };
-                local
+                mine.reset_low_water();
+                mine
             }
         };
-        // SAFETY: the calling thread owns `local`, a cache of this recycler.
-        unsafe { self.open_hot(local) };
-        Some(local)
+        self.open_hot(mine);
+        Some(mine)
     }
 
-    /// Whether `local`, the calling thread's cache, is open to the owner
-    /// paths and indexed under this recycler's plain key (no releases
-    /// pending): what [`open_hot`](Self::open_hot) would leave, so it need
-    /// not run. A stealer shuts the cache by setting `CLOSED` and clearing
-    /// the entry, so either shows here; one shutting it after this read is
-    /// met by the owner's marked access, as on the fast path.
+    /// Whether `mine` is open to the owner paths and indexed under this
+    /// recycler's plain key (no releases pending): what
+    /// [`open_hot`](Self::open_hot) would leave, so it need not run. A
+    /// stealer shuts the cache by setting `CLOSED` and clearing the entry,
+    /// so either shows here; one shutting it after this read is met by the
+    /// owner's marked access, as on the fast path.
     #[inline]
-    pub(crate) fn is_open_hot(&self, local: &Local<T>) -> bool {
-        local.owner_word() & CLOSED == 0
-            && registry::hot(self.hot_key, self.hot_position)
-                .is_some_and(|p| ptr::eq(p.as_ptr().cast_const(), ptr::from_ref(local).cast()))
+    pub(crate) fn is_open_hot(&self, mine: Mine<'_, T>) -> bool {
+        mine.owner_word() & CLOSED == 0
+            && registry::hot(self.hot_key, self.hot_position).is_some_and(|p| {
+                ptr::eq(p.as_ptr().cast_const(), ptr::from_ref(mine.local()).cast())
+            })
     }
 
-    /// Opens `local` to the owner paths, its fast `get` finding it through
+    /// Opens `mine` to the owner paths, its fast `get` finding it through
     /// the calling thread's hot-index entry (under the marked key while
-    /// releases are pending), unless a thread is taking its contents.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`, a cache of this recycler, until it
-    /// exits (whose hook clears the index first).
-    pub(crate) unsafe fn open_hot(&self, local: &Local<T>) {
+    /// releases are pending), unless a thread is stealing its contents.
+    /// `mine` is a cache of this recycler.
+    pub(crate) fn open_hot(&self, mine: Mine<'_, T>) {
         let entry = registry::hot_entry(self.hot_key);
         if entry.is_null() {
             return;
@@ -314,10 +428,32 @@ impl<T: Recyclable> Shared<T> {
         let get = GetGate::Hot {
             entry,
             key: self.hot_key,
-            local: ptr::from_ref(local).cast(),
+            local: ptr::from_ref(mine.local()).cast(),
         };
-        // SAFETY: the caller's guarantee; `entry` is the calling thread's
-        // own hot-index entry for this recycler.
-        unsafe { local.open(get) };
+        // SAFETY: `entry` is the calling thread's own hot-index entry for
+        // this recycler, alive while the thread is (its exit hook clears it
+        // before the thread gives its caches up).
+        unsafe { mine.open(get) };
+    }
+}
+
+/// Gives an owned guard's unit of the keep-alive count back when dropped
+/// (see [`Shared::give_unit`]): at the end of a slow release, or as a panic
+/// of user code unwinds through it. Forgotten where the unit went back
+/// otherwise.
+struct UnitBack<T: Recyclable> {
+    shared: *const Shared<T>,
+    /// Cleared by the release that counts the unit as a credit.
+    owed: Cell<bool>,
+}
+
+impl<T: Recyclable> Drop for UnitBack<T> {
+    fn drop(&mut self) {
+        if self.owed.get() {
+            // SAFETY: the state lives while the unit is out, and no
+            // reference into it is an argument here (this guard is on the
+            // stack).
+            unsafe { Shared::give_unit(self.shared) };
+        }
     }
 }

@@ -19,6 +19,12 @@ use std::mem::size_of;
 /// `bytes::BytesMut` (cleared, capacity kept). With the default `derive` feature,
 /// `#[derive(Recyclable)]` implements it for your own types.
 ///
+/// A collection's `reset` keeps the collection's own allocation, not its
+/// elements': a `Vec<String>` or a `HashMap<String, String>` drops its
+/// strings, and its next user allocates them again. A
+/// [`RecycleVec`](crate::RecycleVec) keeps its elements, reset, and hands
+/// them out again.
+///
 /// # Examples
 ///
 /// ```

@@ -10,7 +10,9 @@ use std::fmt;
 
 use crate::config::{Config, Factory, SharedIdle};
 use crate::guard::Pooled;
-use crate::loom::Arc;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
 use crate::recyclable::Recyclable;
 use crate::shared::Shared;
 use crate::stats::RecyclerStats;
@@ -66,8 +68,20 @@ use crate::stats::RecyclerStats;
 /// assert_eq!(STRINGS.stats().released_remote, 1);
 /// ```
 pub struct Recycler<T> {
-    inner: Arc<Shared<T>>,
+    /// The shared state, which this handle keeps alive by the handles'
+    /// unit of its keep-alive count ([`crate::keep`]).
+    shared: NonNull<Shared<T>>,
+    /// Shares a `Shared<T>`, as an `Arc` of it would.
+    _marker: PhantomData<Shared<T>>,
 }
+
+// SAFETY: a handle shares its state as an `Arc<Shared<T>>` would (the state
+// lives while any handle or unit does; the last unit frees it on whichever
+// thread gives it back), so it is `Send` and `Sync` exactly when that `Arc`
+// would be.
+unsafe impl<T> Send for Recycler<T> where Shared<T>: Send + Sync {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Recycler<T> where Shared<T>: Send + Sync {}
 
 impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// A recycler whose factory is `T::default`, with default settings.
@@ -107,7 +121,8 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         shared_idle: Option<SharedIdle>,
     ) -> Self {
         Self {
-            inner: Shared::new(factory, config, shared_idle),
+            shared: Shared::new(factory, config, shared_idle),
+            _marker: PhantomData,
         }
     }
 
@@ -146,12 +161,12 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     #[inline]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn get(&self) -> Pooled<'_, T> {
-        let (obj, home) = match self.inner.pop_owned() {
+        let (obj, home) = match self.inner().pop_owned() {
             Some(hit) => hit,
-            None => self.inner.get_slow(),
+            None => self.inner().get_miss(),
         };
         #[cfg(feature = "track")]
-        self.inner.track(&obj);
+        self.inner().track(&obj);
         // SAFETY: every home this recycler hands out is one of its caches
         // (possibly the orphan), and the guard borrows the recycler.
         unsafe { Pooled::new(obj, home) }
@@ -190,12 +205,12 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     #[inline]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_get(&self) -> Option<Pooled<'_, T>> {
-        let (obj, home) = match self.inner.pop_owned() {
+        let (obj, home) = match self.inner().pop_owned() {
             Some(hit) => hit,
-            None => self.inner.take_pooled()?,
+            None => self.inner().take_pooled()?,
         };
         #[cfg(feature = "track")]
-        self.inner.track(&obj);
+        self.inner().track(&obj);
         // SAFETY: as in `get`.
         Some(unsafe { Pooled::new(obj, home) })
     }
@@ -216,7 +231,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert_eq!(pool.stats().idle, 1);
     /// ```
     pub fn stats(&self) -> RecyclerStats {
-        self.inner.stats()
+        self.inner().stats()
     }
 
     /// Frees the idle objects: in the shared depot, in every thread's inbox,
@@ -246,7 +261,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// assert_eq!(pool.stats().dropped, 1);
     /// ```
     pub fn trim(&self) {
-        self.inner.trim();
+        self.inner().trim();
     }
 
     /// Makes up to `n` objects with the factory and puts them where every
@@ -282,7 +297,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     pub fn prefill(&self, n: usize) -> usize {
-        self.inner.prefill(n)
+        self.inner().prefill(n)
     }
 
     /// The objects in use, by the call site that took them (feature
@@ -311,8 +326,8 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// ```
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
-    pub fn leaks(&self) -> crate::Leaks {
-        self.inner.tracker.leaks()
+    pub fn leaks(&self) -> crate::track::Leaks {
+        self.inner().tracker.leaks()
     }
 }
 
@@ -320,15 +335,46 @@ impl<T> Recycler<T> {
     /// Another `Recycler` of the same pool (its caches, depot, counters and
     /// settings): what a [`RecyclerHandle`](crate::RecyclerHandle) holds.
     pub(crate) fn sharing(&self) -> Self {
+        // `Relaxed`: made from a handle alive, so the count is above 0.
+        self.inner()
+            .handles
+            .fetch_add(1, crate::loom::Ordering::Relaxed);
         Self {
-            inner: Arc::clone(&self.inner),
+            shared: self.shared,
+            _marker: PhantomData,
         }
     }
 
     /// The shared state, for guards.
     #[inline(always)]
     pub(crate) fn inner(&self) -> &Shared<T> {
-        &self.inner
+        // SAFETY: the state lives while this handle does (it holds the
+        // handles' unit, given back only when the last handle drops).
+        unsafe { self.shared.as_ref() }
+    }
+}
+
+impl<T> Drop for Recycler<T> {
+    /// The last handle takes the caches' credits back and gives the
+    /// handles' unit of the keep-alive count back (see the design notes,
+    /// "Owned guards"): the
+    /// recycler's state lives on only while owned guards are out. Runs no
+    /// user code unless it lets the state go (then `Shared`'s drop, which
+    /// never unwinds, drops what is idle).
+    fn drop(&mut self) {
+        // `AcqRel`: the last handle sees every other handle's uses.
+        if self
+            .inner()
+            .handles
+            .fetch_sub(1, crate::loom::Ordering::AcqRel)
+            == 1
+        {
+            self.inner().orphan();
+            if let Some(let_go) = self.inner().keep.give(1) {
+                // SAFETY: `drop` borrows the handle, not the state.
+                unsafe { let_go.run() };
+            }
+        }
     }
 }
 
@@ -402,14 +448,14 @@ impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
         f.debug_struct("Recycler")
             .field(
                 "max_capacity_per_thread",
-                &self.inner.config.max_capacity_per_thread,
+                &self.inner().config.max_capacity_per_thread,
             )
-            .field("batch_size", &self.inner.config.batch_size)
-            .field("ratio", &self.inner.config.ratio)
-            .field("depot_capacity", &self.inner.config.depot_capacity)
-            .field("max_idle_bytes", &self.inner.config.max_idle_bytes)
-            .field("reset_on_return", &self.inner.config.reset_on_return)
-            .field("striped", &self.inner.config.stripes)
+            .field("batch_size", &self.inner().config.batch_size)
+            .field("ratio", &self.inner().config.ratio)
+            .field("depot_capacity", &self.inner().config.depot_capacity)
+            .field("max_idle_bytes", &self.inner().config.max_idle_bytes)
+            .field("reset_on_return", &self.inner().config.reset_on_return)
+            .field("striped", &self.inner().config.stripes)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -454,7 +500,7 @@ mod tests {
             .unwrap();
         let guards: Vec<_> = (0..5).map(|_| pool.get()).collect();
         drop(guards);
-        assert_eq!(pool.inner.depot.len(), 2);
+        assert_eq!(pool.inner().depot.len(), 2);
         let s = pool.stats();
         assert_eq!(s.idle, 5);
         assert_eq!(s.dropped, 0);

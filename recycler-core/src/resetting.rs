@@ -1,5 +1,7 @@
 //! [`Resetting`]: an object being reset on release, which counts itself
-//! released and dropped, and drops, if `reset` panics.
+//! released and dropped, and drops, if `reset` panics; an owned guard's
+//! object also gives the guard's unit of the keep-alive count back then
+//! ([`crate::keep`]).
 
 use std::mem;
 
@@ -14,6 +16,9 @@ pub(crate) struct Resetting<T: Recyclable> {
     /// The object's home, of a live recycler.
     home: Home<T>,
     obj: mem::ManuallyDrop<Box<T>>,
+    /// The object is an owned guard's, whose unit goes back if `reset`
+    /// panics.
+    unit: bool,
 }
 
 impl<T: Recyclable> Resetting<T> {
@@ -21,9 +26,17 @@ impl<T: Recyclable> Resetting<T> {
     /// `home` is `obj`'s, of a recycler the caller keeps alive.
     #[inline(always)]
     pub(crate) fn reset(obj: Box<T>, home: Home<T>) -> Box<T> {
+        Self::reset_with(obj, home, false)
+    }
+
+    /// [`reset`](Self::reset), for the object of an owned guard if `unit`:
+    /// should `reset` panic, the guard's unit goes back too.
+    #[inline(always)]
+    pub(crate) fn reset_with(obj: Box<T>, home: Home<T>, unit: bool) -> Box<T> {
         let mut this = Self {
             home,
             obj: mem::ManuallyDrop::new(obj),
+            unit,
         };
         this.obj.reset();
         let mut this = mem::ManuallyDrop::new(this);
@@ -46,5 +59,11 @@ impl<T: Recyclable> Drop for Resetting<T> {
         // SAFETY: dropped once: this guard runs only when `reset` unwinds,
         // and `Resetting::reset` takes the object only when it returns.
         drop(unsafe { mem::ManuallyDrop::take(&mut self.obj) });
+        if self.unit {
+            // Last: the unit may let the recycler go.
+            // SAFETY: `inner` is not used after, nor an argument here (this
+            // guard lives on the releasing thread's stack).
+            unsafe { Shared::give_unit(inner) };
+        }
     }
 }

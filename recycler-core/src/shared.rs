@@ -7,6 +7,8 @@
 //! releases ([`crate::handoff`]), thread exit ([`crate::exit`]), and freeing
 //! idle objects ([`crate::trim`]).
 
+use std::ptr::NonNull;
+
 use crate::cache::{ACCOUNTED, Local};
 use crate::claim::ClaimList;
 use crate::config::{Config, Factory, SharedIdle};
@@ -14,7 +16,9 @@ use crate::depot::Depot;
 use crate::home::Home;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::inbox::Batch;
-use crate::loom::{Arc, AtomicUsize, Weak};
+use crate::keep::Keep;
+use crate::loom::{Arc, AtomicBool, AtomicUsize, Liveness, Weak};
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, ExitFlush};
 use crate::stats::{Counters, RecyclerStats, Tally};
@@ -76,6 +80,20 @@ pub(crate) struct Shared<T> {
     pub(crate) stripes: Option<Stripes<T>>,
     /// Striped mode's count of freshly made objects, for `ratio`.
     pub(crate) fresh: AtomicUsize,
+    /// What keeps this state alive for the owned guards out: units, one
+    /// for the handles together, one per guard, the rest credits in the
+    /// caches ([`crate::keep`]). It holds one strong reference on this
+    /// state until its count reaches 0.
+    pub(crate) keep: Keep,
+    /// The handles (`Recycler`s) of this state alive: the last to drop
+    /// takes the caches' credits back and gives the handles' unit back.
+    pub(crate) handles: AtomicUsize,
+    /// Set by the last handle as it drops, before it takes the caches'
+    /// credits back: a thread that claims a cache afterwards gives it up at
+    /// once ([`crate::keep`]).
+    pub(crate) orphaned: AtomicBool,
+    /// Loom builds: checks that no use of this state races its drop.
+    pub(crate) liveness: Liveness,
     /// Where the live objects were taken (feature `track`).
     #[cfg(feature = "track")]
     pub(crate) tracker: crate::track::Tracker,
@@ -87,7 +105,7 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
         factory: Factory<T>,
         config: Config,
         shared_idle: Option<SharedIdle>,
-    ) -> Arc<Self> {
+    ) -> NonNull<Self> {
         let shared = shared_idle.is_some();
         let (idle, member) = match (shared_idle, config.max_idle_bytes) {
             (Some((acct, member)), _) => (Some(acct), member),
@@ -105,7 +123,7 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
         } else {
             0
         };
-        Arc::new_cyclic(|this: &Weak<Shared<T>>| Shared {
+        let shared = Arc::new_cyclic(|this: &Weak<Shared<T>>| Shared {
             id,
             hot_key,
             hot_position: registry::hot_position(id),
@@ -129,9 +147,23 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
                 .stripes
                 .map(|n| Stripes::new(n, config.max_capacity_per_thread)),
             fresh: AtomicUsize::new(0),
+            // SAFETY: `this` is the `Arc` being made, whose one strong
+            // reference the count takes below (the only one: handles and
+            // guards hold units of the count); `release_shared` gives it
+            // back.
+            keep: unsafe { Keep::new(this.as_ptr().cast(), release_shared::<T>) },
+            handles: AtomicUsize::new(1),
+            orphaned: AtomicBool::new(false),
+            liveness: Liveness::new(),
             #[cfg(feature = "track")]
             tracker: crate::track::Tracker::default(),
-        })
+        });
+        // The count's strong reference (see `Keep`): the state lives until
+        // the count's last unit is given back, wherever that is, and the
+        // thread that gives it frees the state (or, while a thread's exit
+        // hook holds it, that hook does).
+        // SAFETY: `Arc::into_raw` gives a non-null pointer.
+        unsafe { NonNull::new_unchecked(Arc::into_raw(shared).cast_mut()) }
     }
 }
 
@@ -155,20 +187,14 @@ impl<T> Shared<T> {
         self.caches.iter().chain([&self.orphan])
     }
 
-    /// The idle-memory delta the owner of `local` counts in: the buffer
+    /// The idle-memory delta the owner of `mine` counts in: the buffer
     /// pool's per-thread cell if the pool set one as the cache's idle cell,
     /// the cache's own otherwise.
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `local`.
-    pub(crate) unsafe fn cell_of<'a>(&self, local: &'a Local<T>) -> &'a DeltaCell {
-        // SAFETY: the caller owns `local`; the closure runs no user code.
-        let cell = unsafe { local.with_cache(|c| c.idle_cell) };
+    pub(crate) fn cell_of<'a>(&self, mine: Mine<'a, T>) -> &'a DeltaCell {
         // SAFETY: a non-null idle cell is set by the buffer pool to its
         // thread's cell, which lives as long as the pool, which owns this
         // recycler.
-        unsafe { cell.as_ref() }.unwrap_or(&local.delta)
+        unsafe { mine.idle_cell().as_ref() }.unwrap_or(&mine.local().delta)
     }
 
     /// The unpublished idle bytes of every cache.
@@ -267,6 +293,16 @@ impl<T> Shared<T> {
     }
 }
 
+/// Gives back the strong reference a [`Keep`] holds on a recycler's state.
+///
+/// # Safety
+///
+/// `state` is a strong reference of an `Arc<Shared<T>>`, given back once.
+unsafe fn release_shared<T>(state: *const ()) {
+    // SAFETY: the caller's guarantee.
+    unsafe { Arc::decrement_strong_count(state.cast::<Shared<T>>()) };
+}
+
 impl<T> Drop for Shared<T> {
     /// Drops every object the recycler holds, even if some of their `Drop`s
     /// panic: the others are dropped all the same, each panic is caught, and
@@ -279,14 +315,16 @@ impl<T> Drop for Shared<T> {
     /// panic aborts the process, or while the thread unwinds. So the drop of
     /// a recycler never unwinds.
     fn drop(&mut self) {
+        self.liveness.end();
         let mut held: Vec<Batch<T>> = Vec::new();
         for local in self.caches.iter().chain([&self.orphan]) {
-            // SAFETY: the recycler is dropping, so no guard and no thread
-            // uses it any more: nobody else touches any cache (threads that
-            // still own one only keep stale hot-index entries, which no live
-            // recycler's key matches, and hooks whose targets are gone).
+            // SAFETY: the recycler is dropping (`&mut self`), so no guard and
+            // no thread uses it any more: nobody else touches any cache
+            // (threads that still own one only keep stale hot-index entries,
+            // which no live recycler's key matches, and hooks whose targets
+            // are gone); the closure runs no user code.
             unsafe {
-                local.with_cache(|c| {
+                local.with_cache_unchecked(|c| {
                     held.push(c.take_all());
                     held.extend(c.pending.drain());
                 });

@@ -21,7 +21,9 @@ use crate::recyclable::Recyclable;
 /// `bytes::BytesMut`, with the `bytes` feature), as their `capacity()` does.
 /// Capacity at or under the limit is kept as it is, without reallocating.
 /// `BTreeMap` and `BTreeSet` have no capacity: clearing them frees every
-/// node, so for them this is `clear`.
+/// node, so for them this is `clear`. A [`RecycleVec`](crate::RecycleVec)
+/// keeps at most the limit's number of elements, reset, and as many places
+/// in its own buffer.
 ///
 /// Implement it for your own collections (it requires [`Recyclable`], whose
 /// [`retained_bytes`](Recyclable::retained_bytes) the derive still uses for
@@ -46,7 +48,7 @@ use crate::recyclable::Recyclable;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be shrunk by `#[recycle(shrink_to = N)]`",
     label = "`{Self}` does not implement `ShrinkTo`",
-    note = "`shrink_to` works on `Vec`, `VecDeque`, `String`, `HashMap`, `HashSet`, `BinaryHeap`, `BTreeMap`, `BTreeSet` and, with the `bytes` feature, `BytesMut`; for another type, implement `recycler_core::ShrinkTo` or use `#[recycle(with = path::to::fn)]`"
+    note = "`shrink_to` works on `Vec`, `VecDeque`, `String`, `HashMap`, `HashSet`, `BinaryHeap`, `BTreeMap`, `BTreeSet`, `RecycleVec` and, with the `bytes` feature, `BytesMut`; for another type, implement `recycler_core::ShrinkTo` or use `#[recycle(with = path::to::fn)]`"
 )]
 pub trait ShrinkTo: Recyclable {
     /// Removes every element, then shrinks the capacity to at most

@@ -13,6 +13,7 @@ use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
 use crate::idle::bytes_of;
 use crate::loom::Ordering;
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Shared;
@@ -21,7 +22,7 @@ use crate::striped::Stripes;
 use crate::unwind::OnUnwind;
 
 impl<T: Recyclable> Shared<T> {
-    /// `get` when the owner path found nothing: pooled, else made.
+    /// `get` when no owner path served it: pooled, else made.
     #[cold]
     #[inline(never)]
     pub(crate) fn get_slow(&self) -> (Box<T>, Home<T>) {
@@ -31,6 +32,7 @@ impl<T: Recyclable> Shared<T> {
                 None => self.make(),
             };
         }
+
         match self.take_pooled() {
             Some(hit) => hit,
             None => self.make(),
@@ -45,7 +47,7 @@ impl<T: Recyclable> Shared<T> {
         if let Some(stripes) = &self.stripes {
             return self.take_striped(stripes);
         }
-        let Some(local) = self.local_for_current() else {
+        let Some(mine) = self.local_for_current() else {
             // The thread is exiting: it may use the depot but own nothing.
             let obj = self.depot.take_one()?;
             let bytes = self.measure_taken(&obj, None);
@@ -61,48 +63,40 @@ impl<T: Recyclable> Shared<T> {
         // nothing to open, which takes the gate's lock. So the gets of a
         // recycler with an idle-memory cap, which always come here, skip
         // both.
-        if !self.is_open_hot(local) {
-            self.flush_pending(local);
+        if !self.is_open_hot(mine) {
+            self.flush_pending(mine);
             // Nothing pending now: the owner path may find the cache again.
             // (`flush_pending` pops until `pending` is empty, so a release
             // that a `Drop` run by the flush adds is sent by the same loop;
             // and a `get` nested in such a `Drop` sets the plain key itself
             // only once its own flush has emptied `pending`.)
-            // SAFETY: the calling thread owns `local`, a cache of this
-            // recycler.
-            unsafe { self.open_hot(local) };
+            self.open_hot(mine);
         }
-        // SAFETY: the calling thread owns `local`; the closure runs no user
-        // code.
-        let take = || unsafe { local.with_cache(|c| c.pop()) };
-        let mut obj = take();
-        if obj.is_none() && self.refill(local) {
-            obj = take();
+        let mut obj = mine.pop();
+        if obj.is_none() && self.refill(mine) {
+            obj = mine.pop();
         }
         // A miss everywhere: what other threads released of ours may wait
         // in a batch they have gone quiet with.
-        if obj.is_none() && self.steal_stale_pending(local) && self.refill(local) {
-            obj = take();
+        if obj.is_none() && self.steal_stale_pending(mine) && self.refill(mine) {
+            obj = mine.pop();
         }
         let mut obj = obj?;
         let mut bytes = 0;
         if let Some(acct) = &self.idle {
-            bytes = self.measure_taken(&obj, Some(local));
-            // SAFETY: the calling thread owns `local`.
-            acct.sub(unsafe { self.cell_of(local) }, bytes);
+            bytes = self.measure_taken(&obj, Some(mine.local()));
+            acct.sub(self.cell_of(mine), bytes);
         }
-        if Counters::add_owned_then(&local.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
+        if Counters::add_owned_then(&mine.counters.hits, 1).is_multiple_of(DECAY_PERIOD) {
             // If the pass unwinds, the object goes back, idle again.
             let restore = || {
                 if let Some(acct) = &self.idle {
-                    // SAFETY: the calling thread owns `local`.
-                    acct.restore(unsafe { self.cell_of(local) }, bytes);
+                    acct.restore(self.cell_of(mine), bytes);
                 }
             };
-            // SAFETY: the calling thread owns `local`.
-            obj = unsafe { self.decay_after_get(local, obj, restore) };
+            obj = self.decay_after_get(mine, obj, restore);
         }
-        Some((obj, self.home(Some(local), false)))
+        Some((obj, self.home(Some(mine.local()), false)))
     }
 
     /// Striped mode's get from the pool: a stripe's pop (which counts the
@@ -163,13 +157,12 @@ impl<T: Recyclable> Shared<T> {
             Counters::add_shared(&self.shared.created, 1);
             return (obj, self.home(None, !keep));
         }
-        let local = self.local_for_current();
+        let mine = self.local_for_current();
         let keep = self.config.pooling()
-            && match local {
-                // SAFETY: `local_for_current` returns a cache the calling
-                // thread owns; the closure runs no user code.
-                Some(local) => unsafe {
-                    local.with_cache(|c| {
+            && match mine {
+                // SAFETY: the closure runs no user code.
+                Some(mine) => unsafe {
+                    mine.with_cache(|c| {
                         let keep = c.fresh == 0;
                         c.fresh = if c.fresh + 1 >= self.config.ratio {
                             0
@@ -181,11 +174,11 @@ impl<T: Recyclable> Shared<T> {
                 },
                 None => true,
             };
-        match local {
-            Some(local) => Counters::add_owned(&local.counters.created, 1),
+        match mine {
+            Some(mine) => Counters::add_owned(&mine.counters.created, 1),
             None => Counters::add_shared(&self.shared.created, 1),
         }
-        (obj, self.home(local, !keep))
+        (obj, self.home(mine.map(Mine::local), !keep))
     }
 
     /// Makes up to `n` objects with the factory into the depot, where every
@@ -263,22 +256,20 @@ impl<T: Recyclable> Shared<T> {
         Counters::add_shared(&self.shared.dropped, n);
     }
 
-    /// Moves up to a batch from `local`'s inbox into its cache (resetting
+    /// Moves up to a batch from `mine`'s inbox into its cache (resetting
     /// the objects if their reset was deferred), or else one batch from the
     /// depot; the emptied vectors go back where they can be reused. Returns
     /// whether anything came.
-    fn refill(&self, local: &Local<T>) -> bool {
+    fn refill(&self, mine: Mine<'_, T>) -> bool {
         let mut got = 0;
         while got < self.config.batch_size {
-            let Some(mut batch) = local.inbox.recv() else {
+            let Some(mut batch) = mine.inbox.recv() else {
                 break;
             };
-            self.settle(&mut batch, Some(local));
+            self.settle(&mut batch, Some(mine.local()));
             got += batch.len();
-            // SAFETY: the caller owns `local`; `extend` moves boxes and runs
-            // no user code.
-            unsafe { local.with_cache(|c| c.batch.extend(batch.drain(..))) };
-            local.inbox.put_spare(batch);
+            mine.refill(&mut batch);
+            mine.inbox.put_spare(batch);
         }
         if got > 0 {
             return true;
@@ -286,8 +277,7 @@ impl<T: Recyclable> Shared<T> {
         let Some(mut batch) = self.depot.take() else {
             return false;
         };
-        // SAFETY: as above.
-        unsafe { local.with_cache(|c| c.batch.extend(batch.drain(..))) };
+        mine.refill(&mut batch);
         self.depot.put_spare(batch);
         true
     }

@@ -5,13 +5,15 @@
 //! coldest batch to the depot; everything released on another thread goes
 //! to the handoff ([`crate::handoff`]).
 
+use std::cell::Cell;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::cache::Local;
+use crate::cache::ACCOUNTED;
 use crate::cpu;
 use crate::home::Home;
 use crate::idle::bytes_of;
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::resetting::Resetting;
@@ -29,6 +31,27 @@ impl<T: Recyclable> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
+        if !was_reset && self.owner_flag == ACCOUNTED {
+            return self.release_capped(obj, home);
+        }
+        self.release_measured(obj, home, was_reset, None, None);
+    }
+
+    /// [`release_slow`](Self::release_slow), with the object's bytes if it
+    /// was measured already (by the capped owner path). For an owned
+    /// guard's object, `owed` (set) lets a foreign release count the
+    /// guard's unit of the keep-alive count as a credit of its thread's
+    /// cache in the same operation that gathers the object there
+    /// ([`crate::keep`]); it clears `owed` as it does (before anything that
+    /// may panic), and the caller gives the unit back if it is still set.
+    pub(crate) fn release_measured(
+        &self,
+        obj: Box<T>,
+        home: Home<T>,
+        was_reset: bool,
+        measured: Option<u64>,
+        owed: Option<&Cell<bool>>,
+    ) {
         if self.is_discard(home) || std::thread::panicking() {
             return self.discard(obj, home);
         }
@@ -36,7 +59,7 @@ impl<T: Recyclable> Shared<T> {
             return self.release_striped(stripes, obj, home, was_reset);
         }
         // SAFETY: the recycler outlives the guard being released.
-        let owned = Some(unsafe { home.local() }).filter(|l| l.is_owned_by(registry::current()));
+        let owned = Mine::if_owned(unsafe { home.local() });
         let mut obj = obj;
         if !was_reset && (self.config.reset_on_return || owned.is_some()) {
             let Some(reset) = Self::reset_releasing(obj, home) else {
@@ -48,25 +71,23 @@ impl<T: Recyclable> Shared<T> {
             // The object's home, if this thread owns it, is this thread's
             // cache: no lookup.
             let mine = owned.or_else(|| self.local_for_current());
-            let bytes = {
+            let bytes = measured.unwrap_or_else(|| {
                 let unwinding = OnUnwind(|| {
                     self.count_release(home, 1);
-                    self.count_for(owned, |c| &c.dropped, 1);
+                    self.count_for(owned.map(Mine::local), |c| &c.dropped, 1);
                 });
                 let bytes = bytes_of(&obj);
                 mem::forget(unwinding);
                 bytes
-            };
-            // SAFETY: `local_for_current` returns a cache the calling thread
-            // owns.
-            let cell = mine.map(|l| unsafe { self.cell_of(l) });
+            });
+            let cell = mine.map(|mine| self.cell_of(mine));
             if !acct.admit(cell, bytes, self.member) {
                 return self.discard(obj, home);
             }
         }
         match owned {
             Some(local) => self.release_owned(local, obj),
-            None => self.release_foreign(obj, home),
+            None => self.release_foreign(obj, home, owed),
         }
     }
 
@@ -123,42 +144,26 @@ impl<T: Recyclable> Shared<T> {
         }
     }
 
-    /// Puts a released object, reset, into the cache of the calling thread,
-    /// which owns `local`; past `max_capacity_per_thread`, spills first.
-    pub(crate) fn release_owned(&self, local: &Local<T>, obj: Box<T>) {
+    /// Puts a released object, reset, into the calling thread's cache;
+    /// past `max_capacity_per_thread`, spills first.
+    pub(crate) fn release_owned(&self, mine: Mine<'_, T>, obj: Box<T>) {
         // A thread that took the cache's contents shut its owner path; the
         // owner opens it again on its next slow path.
-        // SAFETY: the caller owns `local`.
-        unsafe { local.reopen() };
-        let max = self.config.max_capacity_per_thread;
-        // SAFETY: the caller owns `local`; the closure runs no user code.
-        let full = unsafe {
-            local.with_cache(|c| {
-                if c.slot.is_none() {
-                    *c.slot = Some(obj);
-                    None
-                } else if c.len() < max {
-                    c.batch.push_back(obj);
-                    None
-                } else {
-                    Some(obj)
-                }
-            })
-        };
-        match full {
-            None => Counters::add_owned(&local.counters.released_local, 1),
-            Some(obj) => self.release_spilling(local, obj),
+        mine.reopen();
+        match mine.push(obj, self.config.max_capacity_per_thread) {
+            None => Counters::add_owned(&mine.counters.released_local, 1),
+            Some(obj) => self.release_spilling(mine, obj),
         }
     }
 
     /// Release on the owner thread into a full cache: the coldest batch
     /// moves to the depot to make room.
-    fn release_spilling(&self, local: &Local<T>, obj: Box<T>) {
+    fn release_spilling(&self, mine: Mine<'_, T>, obj: Box<T>) {
         let batch_size = self.config.batch_size;
-        // SAFETY: the caller owns `local`; the closure runs no user code (the
-        // depot moves boxes under its lock).
+        // SAFETY: the closure runs no user code (the depot moves boxes under
+        // its lock).
         let rejected = unsafe {
-            local.with_cache(|c| {
+            mine.with_cache(|c| {
                 c.batch.push_back(obj);
                 let n = batch_size.min(c.batch.len());
                 let rejected = self.depot.put_front(&mut c.batch, n);
@@ -166,9 +171,9 @@ impl<T: Recyclable> Shared<T> {
                 rejected
             })
         };
-        Counters::add_owned(&local.counters.released_local, 1);
+        Counters::add_owned(&mine.counters.released_local, 1);
         if let Some(rejected) = rejected {
-            self.drop_idle(rejected, Some(local));
+            self.drop_idle(rejected, Some(mine.local()));
         }
     }
 

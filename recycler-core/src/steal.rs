@@ -51,7 +51,7 @@
 //! marked operations never nest, so marks seen clear once after the fence
 //! mean every operation that could have read this cache's gate open has
 //! ended. Only the lock reopens a gate, and not while a stealer is
-//! counted; a thread cannot give a cache up ([`Local::abandon`]) while a
+//! counted; a thread cannot give a cache up ([`Mine::abandon`](crate::mine::Mine::abandon)) while a
 //! stealer is counted, so the owner's marks, which live as long as the
 //! thread, outlive every read of them.
 //!
@@ -60,6 +60,7 @@
 //! that stays inside an operation (a `reset` that blocks) is skipped, and
 //! its cache reopens on its owner's next slow path.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 
 use crate::cache::{Entry, MAX_PENDING_HOMES};
@@ -68,10 +69,14 @@ use crate::claim::Claimable;
 use crate::fence;
 use crate::gate::{CLOSED, now_ns, wait_quiet};
 use crate::inbox::Batch;
+use crate::keep::Credits;
 use crate::loom::Ordering;
+use crate::mine::Mine;
 use crate::recyclable::Recyclable;
 use crate::registry::{self, Marks, NOBODY, TOKEN_STEP, Token};
 use crate::shared::Shared;
+use crate::trim::pass_on;
+use crate::unwind::{Panic, first_of};
 
 /// What a stealer takes from each cache.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -82,8 +87,8 @@ pub(crate) enum Loot {
     Pending,
 }
 
-/// What a stealer took from one cache, handed to its sink once the cache's
-/// lock is released. Nothing here allocates: a cache holds at most
+/// What a stealer took from one cache, handed to its sink part by part once
+/// it has left every cache of its chunk. Nothing here allocates: a cache holds at most
 /// [`MAX_PENDING_HOMES`] pending batches, and its idle objects come in the
 /// batch's own vector.
 pub(crate) struct Stolen<T> {
@@ -99,6 +104,14 @@ impl<T> Stolen<T> {
             idle: Vec::new(),
             pending: std::array::from_fn(|_| None),
         }
+    }
+
+    /// The parts, for the sinks: the idle objects (if any), then each
+    /// pending batch.
+    fn into_parts(self) -> impl Iterator<Item = Part<T>> {
+        let idle = (!self.idle.is_empty()).then_some(Part::Idle(self.idle));
+        idle.into_iter()
+            .chain(self.pending.into_iter().flatten().map(Part::Pending))
     }
 }
 
@@ -139,28 +152,53 @@ unsafe fn steal_locked<T>(local: &Local<T>, loot: Loot, slots: bool) -> Stolen<T
     stolen
 }
 
-/// How many caches a stealer shuts before one heavy fence (a fixed array, so
-/// that taking allocates nothing).
+/// How many caches a stealer visits before one heavy fence (fixed arrays,
+/// so that stealing allocates nothing).
 const CHUNK: usize = 16;
 
-/// Takes from each of `caches` owned by a live thread what `take` says
+/// One part of what a stealer took, for its sink: a cache's idle objects,
+/// or one batch that was pending in it for another home.
+pub(crate) enum Part<T> {
+    /// Idle objects, from a cache's batch (and slot).
+    Idle(Batch<T>),
+    /// A batch released on the cache's thread for another home, to send.
+    Pending(Entry<T>),
+}
+
+/// Takes from each of `caches` owned by a live thread what `loot` says
 /// (see the module docs), from `me`'s own caches directly under their
-/// locks, and hands what it took from each cache to `sink`, with no lock
-/// held. Returns how many caches it skipped, their owner staying inside an
-/// operation. One heavy fence per [`CHUNK`] caches shut; nothing allocated.
+/// locks, and hands what it took to `sink`, part by part. Returns how many
+/// caches it skipped, their owner staying inside an operation, and the
+/// first panic of a sink.
+///
+/// The sinks run user code (sending a batch home may reset objects or drop
+/// what has no room), so they run only once the stealer has left every
+/// cache of the chunk: no lock held, counted in no cache's `stealers`, so
+/// that an owner giving its cache up never waits on them (a sink that
+/// joins a thread whose exit gives a cache up cannot deadlock with it).
+/// Each part's sink runs under `catch_unwind`: a panic there stops neither
+/// the other parts (each is still handed over, and so counted) nor another
+/// thread's exit; the first is returned, for the caller to pass on once it
+/// has counted what it took. One heavy fence per [`CHUNK`] caches shut;
+/// nothing allocated.
 pub(crate) fn steal_from<'a, T: 'a>(
     caches: impl Iterator<Item = &'a Local<T>>,
     me: Token,
     loot: Loot,
     slots: bool,
-    mut sink: impl FnMut(Stolen<T>),
-) -> usize {
+    mut sink: impl FnMut(Part<T>),
+) -> (usize, Option<Panic>) {
     let mut skipped = 0;
+    let mut first = None;
     let mut caches = caches.peekable();
     while caches.peek().is_some() {
         let mut shut: [Option<(&Local<T>, *const Marks)>; CHUNK] = [None; CHUNK];
-        let mut n = 0;
-        while n < CHUNK {
+        let mut stolen: [Option<Stolen<T>>; CHUNK] = std::array::from_fn(|_| None);
+        // Caches taken directly (`d`) and shut (`n`): `d + n <= CHUNK`, the
+        // first `d` slots of `stolen` for the former, the next for the
+        // latter.
+        let (mut d, mut n) = (0, 0);
+        while d + n < CHUNK {
             let Some(local) = caches.next() else { break };
             let mut state = local.gate.lock();
             let owner = Claimable::owner(local);
@@ -176,9 +214,8 @@ pub(crate) fn steal_from<'a, T: 'a>(
                 // seen quiet since: its owner takes this lock for every
                 // other access.
                 // SAFETY: as below, the lock held.
-                let stolen = unsafe { steal_locked(local, loot, slots) };
-                drop(state);
-                sink(stolen);
+                stolen[d] = Some(unsafe { steal_locked(local, loot, slots) });
+                d += 1;
                 continue;
             }
             state.stealers += 1;
@@ -192,33 +229,115 @@ pub(crate) fn steal_from<'a, T: 'a>(
             shut[n] = Some((local, state.marks));
             n += 1;
         }
-        if n == 0 {
-            continue;
-        }
-        let fenced = fence::heavy();
-        for (local, marks) in shut.into_iter().flatten() {
+        let fenced = n > 0 && fence::heavy();
+        for (i, (local, marks)) in shut.into_iter().flatten().enumerate() {
             // SAFETY: counted in `stealers`, so the owner cannot give the
             // cache up, and its thread (whose marks these are) is alive.
             let quiet = fenced && unsafe { wait_quiet(marks) };
             let mut state = local.gate.lock();
-            let stolen = if quiet {
+            if quiet {
                 state.sealed = true;
                 // SAFETY: the owner is outside every operation that could
                 // have found the cache open, and every later one finds it
                 // closed and takes this lock, which the calling thread holds.
-                Some(unsafe { steal_locked(local, loot, slots) })
+                stolen[d + i] = Some(unsafe { steal_locked(local, loot, slots) });
             } else {
                 skipped += 1;
-                None
-            };
+            }
             state.stealers -= 1;
-            drop(state);
-            if let Some(stolen) = stolen {
-                sink(stolen);
+        }
+        // Out of every cache of the chunk: now the user code.
+        for part in stolen.into_iter().flatten().flat_map(Stolen::into_parts) {
+            if let Err(panic) = catch_unwind(AssertUnwindSafe(|| sink(part))) {
+                first = first_of(first, Some(panic));
             }
         }
     }
-    skipped
+    (skipped, first)
+}
+
+/// Takes back the credits of every cache in `caches` ([`crate::keep`]), for
+/// the last handle of their recycler, and shuts each for good (its owner
+/// paths go through the lock from now on, where releases find the cache
+/// orphaned and give their units straight back). Under the stealers'
+/// handshake, as [`steal_from`], except that an owner still inside an
+/// operation is waited for until it leaves (an owner operation is a few
+/// instructions; nothing here runs user code). Returns the credits taken.
+pub(crate) fn orphan_caches<'a, T: 'a>(
+    caches: impl Iterator<Item = &'a Local<T>>,
+    me: Token,
+) -> usize {
+    let mut credits = 0;
+    // Called with the cache's lock held and its owner outside every marked
+    // operation, or the calling thread the owner (not inside one).
+    let take = |local: &Local<T>| {
+        // SAFETY: as said above, nobody else touches the credits; `take`
+        // runs no user code.
+        unsafe { local.with_credit_unchecked(Credits::take_all) }
+    };
+    let mut caches = caches.peekable();
+    while caches.peek().is_some() {
+        let mut shut: [Option<(&Local<T>, *const Marks)>; CHUNK] = [None; CHUNK];
+        let mut n = 0;
+        while n < CHUNK {
+            let Some(local) = caches.next() else { break };
+            let mut state = local.gate.lock();
+            state.orphaned = true;
+            let owner = Claimable::owner(local);
+            let word = owner.load(Ordering::Relaxed);
+            let token = word & !(TOKEN_STEP - 1);
+            if token == NOBODY {
+                // Its thread exited and gave its credits back.
+                continue;
+            }
+            owner.store(word | CLOSED, Ordering::Relaxed);
+            for way in state.ways {
+                // SAFETY: the owner is alive (it has not given the cache up:
+                // that takes this lock), and so are its hot index and the
+                // pool.
+                unsafe { way.close() };
+            }
+            if token == me || state.marks.is_null() || state.sealed {
+                // As in `steal_from`: its owner reaches it only under this
+                // lock now.
+                credits += take(local);
+                continue;
+            }
+            state.stealers += 1;
+            shut[n] = Some((local, state.marks));
+            n += 1;
+        }
+        let fenced = n > 0 && fence::heavy();
+        for (local, marks) in shut.into_iter().flatten() {
+            // SAFETY: counted in `stealers`, so the owner cannot give the
+            // cache up, and its thread (whose marks these are) is alive.
+            while fenced && !unsafe { wait_quiet(marks) } {}
+            let mut state = local.gate.lock();
+            state.sealed = true;
+            credits += take(local);
+            state.stealers -= 1;
+        }
+    }
+    credits
+}
+
+impl<T> Shared<T> {
+    /// For the last handle of this recycler, as it drops: from now on, no
+    /// thread claims a cache of it, every cache is shut for good, and their
+    /// credits go back to the keep-alive count (which the handles' own unit
+    /// still holds above 0). See [`crate::keep`].
+    pub(crate) fn orphan(&self) {
+        self.liveness.check();
+        self.orphaned.store(true, Ordering::SeqCst);
+        // Pairs with the fence of a thread claiming a cache: either it sees
+        // the flag (and gives the cache up), or the walk below sees the
+        // cache it claimed.
+        crate::loom::fence(Ordering::SeqCst);
+        let credits = orphan_caches(self.all_caches(), registry::current());
+        // Never the last units: the handles' own is still out.
+        let let_go = self.keep.give(credits);
+        debug_assert!(let_go.is_none(), "the handles' unit is out");
+    }
 }
 
 impl<T: Recyclable> Shared<T> {
@@ -227,25 +346,28 @@ impl<T: Recyclable> Shared<T> {
     /// the module docs): sends the batches home (to inboxes, or the depot
     /// for a home given up) and returns the idle objects. Striped mode has
     /// no caches to take from.
-    pub(crate) fn steal_quiet(&self) -> Batch<T> {
+    ///
+    /// A panic of the user code that sending runs (a `reset` deferred by
+    /// `reset_on_return(false)`, a `Drop` of what has no room) is returned
+    /// with the idle objects, all of which are taken all the same: the
+    /// caller counts them, then passes the panic on.
+    pub(crate) fn steal_quiet(&self) -> (Batch<T>, Option<Panic>) {
         let mut idle = Vec::new();
         if self.stripes.is_some() {
-            return idle;
+            return (idle, None);
         }
         let slots = self.config.slots_reachable;
-        steal_from(
+        let (_, panic) = steal_from(
             self.all_caches(),
             registry::current(),
             Loot::All,
             slots,
-            |stolen| {
-                idle.extend(stolen.idle);
-                for entry in stolen.pending.into_iter().flatten() {
-                    self.send_home(entry.home, entry.objs, None);
-                }
+            |part| match part {
+                Part::Idle(objs) => idle.extend(objs),
+                Part::Pending(entry) => self.send_home(entry.home, entry.objs, None),
             },
         );
-        idle
+        (idle, panic)
     }
 }
 
@@ -255,8 +377,11 @@ impl<T: Recyclable> Shared<T> {
     /// inside an operation, whoever's objects they hold, and sends them
     /// home. Returns whether one came to `mine`, the calling thread's cache
     /// (its inbox then has it). Allocates nothing (a miss of a steady
-    /// stream may come here).
-    pub(crate) fn steal_stale_pending(&self, mine: &Local<T>) -> bool {
+    /// stream may come here). A panic of what sending runs (see
+    /// [`steal_quiet`](Self::steal_quiet)) is passed on once every batch
+    /// taken has been sent.
+    pub(crate) fn steal_stale_pending(&self, mine: Mine<'_, T>) -> bool {
+        let mine = mine.local();
         if self.stripes.is_some() {
             return false;
         }
@@ -268,18 +393,13 @@ impl<T: Recyclable> Shared<T> {
         let slots = self.config.slots_reachable;
         let mut came = false;
         let caches = self.all_caches().filter(stale);
-        steal_from(
-            caches,
-            registry::current(),
-            Loot::Pending,
-            slots,
-            |stolen| {
-                for entry in stolen.pending.into_iter().flatten() {
-                    came |= ptr::eq(entry.home.as_ptr(), mine);
-                    self.send_home(entry.home, entry.objs, Some(mine));
-                }
-            },
-        );
+        let (_, panic) = steal_from(caches, registry::current(), Loot::Pending, slots, |part| {
+            if let Part::Pending(entry) = part {
+                came |= ptr::eq(entry.home.as_ptr(), mine);
+                self.send_home(entry.home, entry.objs, Some(mine));
+            }
+        });
+        pass_on(panic);
         came
     }
 }

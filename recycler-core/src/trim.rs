@@ -89,17 +89,15 @@ impl<T: Recyclable> Shared<T> {
             let all = stripes.drain();
             n += all.len();
             freed.push(all);
-        } else if let Some(local) = self.local_for_current() {
-            self.flush_pending(local);
-            // SAFETY: the calling thread owns `local`; the closure runs no
-            // user code.
-            let own = unsafe { local.with_cache(|c| c.take_all()) };
-            Counters::add_owned(&local.counters.dropped, own.len() as u64);
+        } else if let Some(mine) = self.local_for_current() {
+            self.flush_pending(mine);
+            let own = mine.take_all();
+            Counters::add_owned(&mine.counters.dropped, own.len() as u64);
             freed.push(own);
         }
         // What other threads keep: their caches' idle objects, and their
         // pending batches, sent to the inboxes drained next.
-        let quiet = self.steal_quiet();
+        let (quiet, stolen_panic) = self.steal_quiet();
         n += quiet.len();
         freed.push(quiet);
         for local in self.all_caches() {
@@ -113,7 +111,7 @@ impl<T: Recyclable> Shared<T> {
             freed.push(batch);
         }
         Counters::add_shared(&self.shared.dropped, n as u64);
-        let mut first = None;
+        let mut first = stolen_panic;
         for batch in &freed {
             first = first_of(first, self.forget(batch));
         }

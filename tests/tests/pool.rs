@@ -308,16 +308,36 @@ fn dropping_the_recycler_drops_every_idle_object() {
 fn owned_guard_keeps_the_recycler_alive() {
     let counts = Counts::new();
     let pool = Arc::new(recycler(&counts));
-    let g = pool.get_owned();
-    let weak = Arc::downgrade(&pool);
+    let (a, b) = (pool.get(), pool.get());
+    drop(a); // one idle object, in the pool
+    let mut g = pool.get_owned();
+    drop(b);
     drop(pool);
-    assert!(weak.upgrade().is_some());
+    // The guard keeps the pool alive, with what it holds idle.
+    assert_eq!(counts.alive(), 2, "the pool lives while a guard is out");
+    g.data.push(7);
     drop(g);
-    assert!(
-        weak.upgrade().is_none(),
-        "the last guard dropped the recycler"
+    assert_eq!(counts.alive(), 0, "the last guard let the pool go");
+}
+
+#[test]
+fn owned_guards_released_elsewhere_keep_the_pool_until_the_last() {
+    let counts = Counts::new();
+    let pool = Arc::new(recycler(&counts));
+    // Owned guards made on this thread, whose cache holds their credits.
+    let guards: Vec<_> = (0..200).map(|_| pool.get_owned()).collect();
+    let mut guards = guards.into_iter();
+    let first: Vec<_> = guards.by_ref().take(100).collect();
+    drop(first); // released here: credits back in this thread's cache
+    drop(pool); // the last handle takes the credits back
+    assert_eq!(counts.alive(), 200, "100 guards out keep the pool");
+    let rest: Vec<_> = guards.collect();
+    std::thread::spawn(move || drop(rest)).join().unwrap();
+    assert_eq!(
+        counts.alive(),
+        0,
+        "the last guard, released elsewhere, let it go"
     );
-    assert_eq!(counts.alive(), 0);
 }
 
 #[test]

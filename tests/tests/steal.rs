@@ -8,8 +8,12 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
-use recycler_core::Recycler;
 use recycler_core::buffer::BufferPool;
+use recycler_core::{Recyclable, Recycler};
+
+mod common;
+
+use common::{Counts, assert_conserved, builder, in_child_process_within};
 
 /// Runs `work` on a thread that then parks until the returned closure is
 /// called (which unparks and joins it): a quiet thread, alive throughout.
@@ -327,4 +331,170 @@ fn every_kind_of_wait_is_served_from_a_parked_threads_cache() {
         assert_eq!(s.total().in_use, 0, "kind {kind}: {s}");
         resume();
     }
+}
+
+/// Runs `work` on a thread that then parks until the returned closure is
+/// called, which unparks it and joins it (its exit gives its caches up).
+/// Unlike [`park_after`], the closure is `Send`: another thread (a `Drop`)
+/// may call it.
+fn parked_with_idle<T: Recyclable + Send + 'static>(
+    pool: &Arc<Recycler<T>>,
+) -> impl FnOnce() + Send + 'static {
+    let pool = Arc::clone(pool);
+    let (done_tx, done_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let handle = thread::spawn(move || {
+        // Its cache: one object in the hot slot, two on the batch.
+        drop((0..3).map(|_| pool.get()).collect::<Vec<_>>());
+        done_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+    });
+    done_rx.recv().unwrap();
+    move || {
+        go_tx.send(()).unwrap();
+        handle.join().unwrap();
+    }
+}
+
+/// The scene of a stealer that runs user code (a `trim`): a quiet thread
+/// `B` holds a pending batch of two foreign releases whose home was given
+/// up (its thread `A` exited), between two quiet threads `C1` and `C2` whose
+/// caches hold idle objects, in the order a stealer visits the caches:
+/// `C2`, `B`, (A's cache, given up), `C1`. Sending `B`'s batch home drains
+/// that inbox into the depot, which has no room (`depot_capacity(0)`), so
+/// the two objects are dropped there, running their `Drop` on the stealing
+/// thread (the caller, whose own cache is the oldest). Returns how to
+/// resume (and join) `C1`, `B` and `C2`.
+fn stealer_between_quiet_threads<T: Recyclable + Send + 'static>(
+    pool: &Arc<Recycler<T>>,
+) -> [Box<dyn FnOnce() + Send>; 3] {
+    // The calling thread's cache first (so that it never claims A's once A
+    // has given it up), then C1's: the oldest, visited last.
+    drop(pool.get());
+    let c1 = parked_with_idle(pool);
+    // A takes two objects for B, and exits when told (its cache is claimed
+    // before B's and C2's, and given up after both are claimed, so that
+    // nobody claims it again).
+    let (objs_tx, objs_rx) = mpsc::channel();
+    let (exit_tx, exit_rx) = mpsc::channel::<()>();
+    let a = {
+        let pool = Arc::clone(pool);
+        thread::spawn(move || {
+            let objs: Vec<_> = (0..2).map(|_| pool.get_owned()).collect();
+            objs_tx.send(objs).unwrap();
+            exit_rx.recv().unwrap();
+        })
+    };
+    let (claimed_tx, claimed_rx) = mpsc::channel::<()>();
+    let (a_gone_tx, a_gone_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let b = {
+        let pool = Arc::clone(pool);
+        thread::spawn(move || {
+            let objs = objs_rx.recv().unwrap();
+            drop(pool.get()); // B's own cache
+            claimed_tx.send(()).unwrap();
+            a_gone_rx.recv().unwrap();
+            drop(objs); // home given up: pending here, a batch not yet full
+            done_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        })
+    };
+    claimed_rx.recv().unwrap();
+    let c2 = parked_with_idle(pool);
+    exit_tx.send(()).unwrap();
+    a.join().unwrap(); // its exit hook has given its cache up
+    a_gone_tx.send(()).unwrap();
+    done_rx.recv().unwrap();
+    let b = move || {
+        go_tx.send(()).unwrap();
+        b.join().unwrap();
+    };
+    [Box::new(c1), Box::new(b), Box::new(c2)]
+}
+
+/// The regression of a stealer that ran user code (sending a pending batch
+/// home) while still counted on a cache it had shut later in its chunk: a
+/// `Drop` that panicked there left that count up for ever, so the cache's
+/// thread hung in its exit, and the objects the stealer had already taken
+/// were dropped uncounted by the unwinding.
+#[test]
+fn a_panicking_drop_inside_trim_neither_hangs_an_exit_nor_loses_an_object() {
+    in_child_process_within(
+        "a_panicking_drop_inside_trim_neither_hangs_an_exit_nor_loses_an_object",
+        Duration::from_secs(60),
+        || {
+            let counts = Counts::new();
+            let pool = Arc::new(builder(&counts).depot_capacity(0).build().unwrap());
+            let threads = stealer_between_quiet_threads(&pool);
+            counts
+                .drop_panics
+                .store(1, std::sync::atomic::Ordering::SeqCst);
+            let trim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pool.trim()));
+            assert!(trim.is_err(), "the Drop's panic reaches trim's caller");
+            // Taken and freed, every one of them counted: the idle objects
+            // of C1 and C2, and B's pending two; left, the hot slots of the
+            // three quiet threads, which only their owners touch.
+            assert_conserved(&pool, &counts, 0);
+            let s = pool.stats();
+            assert_eq!((s.idle, s.in_use), (3, 0), "{s}");
+            for resume in threads {
+                resume(); // each exit gives its cache up: none waits
+            }
+            assert_conserved(&pool, &counts, 0);
+        },
+    );
+}
+
+/// What a [`Joins`] runs on its first drop.
+type Once = Arc<std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>>;
+
+/// An object whose `Drop` resumes and joins a parked thread, once.
+struct Joins(Once);
+
+impl Recyclable for Joins {
+    fn reset(&mut self) {}
+}
+
+impl Drop for Joins {
+    fn drop(&mut self) {
+        let join = self.0.lock().unwrap().take();
+        if let Some(join) = join {
+            join();
+        }
+    }
+}
+
+/// The regression of a stealer that ran user code while still counted on a
+/// cache it had shut later in its chunk: a `Drop` that joined that cache's
+/// thread deadlocked, the thread's exit waiting for the stealer to leave
+/// its cache, the stealer waiting in the `Drop` for the exit.
+#[test]
+fn a_drop_that_joins_a_thread_inside_trim_does_not_deadlock_with_its_exit() {
+    in_child_process_within(
+        "a_drop_that_joins_a_thread_inside_trim_does_not_deadlock_with_its_exit",
+        Duration::from_secs(60),
+        || {
+            let join: Once = Arc::new(std::sync::Mutex::new(None));
+            let pool = {
+                let join = Arc::clone(&join);
+                Arc::new(
+                    Recycler::builder_with_factory(move || Joins(Arc::clone(&join)))
+                        .depot_capacity(0)
+                        .build()
+                        .unwrap(),
+                )
+            };
+            let [c1, b, c2] = stealer_between_quiet_threads(&pool);
+            // The first `Drop` on the stealing thread joins C1.
+            *join.lock().unwrap() = Some(c1);
+            pool.trim();
+            assert!(join.lock().unwrap().is_none(), "a Drop joined C1");
+            b();
+            c2();
+            let s = pool.stats();
+            assert_eq!(s.in_use, 0, "{s}");
+        },
+    );
 }

@@ -199,3 +199,78 @@ fn conservation_with_threads_exiting() {
     assert_conserved(&pool, &counts, 0);
     assert_eq!(counts.alive(), s.idle);
 }
+
+/// Owned guards made on several threads and passed between them, while a
+/// `trim` runs and the recycler's last handle drops midway: every object is
+/// dropped exactly once, and only once the last guard is gone (the guards
+/// keep the pool alive by units of its keep-alive count, not an `Arc`).
+#[test]
+fn owned_guards_outlive_their_recycler_across_threads() {
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 3_000;
+    let counts = Counts::new();
+    let pool = Arc::new(
+        builder(&counts)
+            .max_capacity_per_thread(64)
+            .build()
+            .unwrap(),
+    );
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..THREADS).map(|_| crossbeam_channel::bounded(32)).unzip();
+    let start = Arc::new(std::sync::Barrier::new(THREADS + 1));
+    let workers: Vec<_> = rxs
+        .into_iter()
+        .enumerate()
+        .map(|(i, rx): (usize, Receiver<_>)| {
+            let pool = Arc::clone(&pool);
+            let next: Sender<_> = txs[(i + 1) % THREADS].clone();
+            let start = Arc::clone(&start);
+            thread::spawn(move || {
+                let mut rng = Rng(i as u64 + 1);
+                let mut held = Vec::new();
+                start.wait();
+                for round in 0..ROUNDS {
+                    let mut g = pool.get_owned();
+                    g.data.push(round as u64);
+                    match rng.next() % 3 {
+                        0 => held.push(g),
+                        1 => {
+                            let _ = next.try_send(g);
+                        }
+                        _ => drop(g),
+                    }
+                    while let Ok(g) = rx.try_recv() {
+                        held.push(g);
+                    }
+                    if held.len() > 16 {
+                        held.drain(..8);
+                    }
+                }
+                // This thread's handle goes; its guards live on.
+                drop(pool);
+                held
+            })
+        })
+        .collect();
+    drop(txs);
+    start.wait();
+    pool.trim();
+    drop(pool); // the main thread's handle: the workers may still hold theirs
+    let mut held: Vec<_> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    assert!(
+        counts.alive() >= held.len() as u64,
+        "the guards' objects are alive"
+    );
+    let last = held.pop();
+    drop(held);
+    // Guards released on another thread, the last one too.
+    thread::spawn(move || drop(last)).join().unwrap();
+    assert_eq!(
+        counts.alive(),
+        0,
+        "every object dropped once the last guard went"
+    );
+    assert_eq!(counts.made(), counts.destroyed());
+}

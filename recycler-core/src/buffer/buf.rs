@@ -1,4 +1,4 @@
-//! [`Buf`]: the owned byte buffer that the pool keeps and hands out: an
+//! [`Buf`]: the owned byte buffer that the pool keeps and lends: an
 //! aligned allocation, the length written, and the ledger its bytes are
 //! charged to. It derives [`Recyclable`] like any user type would: resetting
 //! it forgets what was written and keeps the allocation.
@@ -7,7 +7,7 @@ use std::fmt;
 
 use recycler_derive::Recyclable;
 
-use super::limit::Ledger;
+use super::ledger::Ledger;
 use super::raw::AlignedBuf;
 use crate::loom::Arc;
 
@@ -29,18 +29,18 @@ pub(crate) struct Buf {
     /// The bytes of the capacity that are on the ledger; credited back when
     /// the buffer drops. The capacity, except for an overdraft: a buffer
     /// allocated, or grown, past the `memory_limit` (see
-    /// [`super::overdraft`]) holds the rest outside the ledger, and is
+    /// [`super::limit`]) holds the rest outside the ledger, and is
     /// never pooled.
     #[recycle(skip)]
     charged: usize,
     /// Where the capacity is charged; credited back when the buffer drops.
     #[recycle(skip)]
-    ledger: Arc<Ledger>,
+    ledger: Arc<Ledger<Box<Buf>>>,
 }
 
 impl Buf {
-    /// Wraps `raw`, whose capacity the caller has reserved on `ledger`.
-    pub(crate) fn new(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
+    /// Wraps `raw`, whose capacity the caller has charged to `ledger`.
+    pub(crate) fn new(raw: AlignedBuf, ledger: Arc<Ledger<Box<Buf>>>) -> Self {
         Self {
             charged: raw.capacity(),
             raw,
@@ -52,7 +52,7 @@ impl Buf {
 
     /// Wraps `raw`, an overdraft: none of its bytes are on `ledger`, which
     /// the caller has told of them ([`Ledger::overdraw`]).
-    pub(crate) fn overdraft(raw: AlignedBuf, ledger: Arc<Ledger>) -> Self {
+    pub(crate) fn overdraft(raw: AlignedBuf, ledger: Arc<Ledger<Box<Buf>>>) -> Self {
         Self {
             charged: 0,
             raw,
@@ -70,7 +70,7 @@ impl Buf {
     }
 
     /// Records `bytes` more of the capacity as on the ledger, after a growth
-    /// the caller reserved them for.
+    /// the caller charged them for.
     pub(crate) fn charge(&mut self, bytes: usize) {
         self.charged += bytes;
         debug_assert!(self.charged <= self.raw.capacity());
@@ -165,7 +165,7 @@ impl Buf {
 
     /// Prepares the buffer for its next user: the derived
     /// [`Recyclable::reset`](crate::Recyclable::reset), which sets the
-    /// length to 0 and keeps the allocation. The pool calls it when it hands
+    /// length to 0 and keeps the allocation. The pool calls it when it lends
     /// a pooled buffer out rather than when it takes one back, so that its
     /// release path never touches the buffer's header right after the user
     /// wrote the buffer (a store-heavy `memset` makes those loads slow).
@@ -226,7 +226,7 @@ mod tests {
 
     fn buf(cap: usize) -> Buf {
         let ledger = Arc::new(Ledger::new(None));
-        ledger.reserve(cap as u64).unwrap();
+        ledger.charge(cap as u64).unwrap();
         Buf::new(AlignedBuf::try_new(cap, 8).unwrap(), ledger)
     }
 
@@ -255,7 +255,7 @@ mod tests {
     #[test]
     fn drop_credits_the_ledger() {
         let ledger = Arc::new(Ledger::new(Some(100)));
-        ledger.reserve(64).unwrap();
+        ledger.charge(64).unwrap();
         let b = Buf::new(AlignedBuf::try_new(64, 1).unwrap(), Arc::clone(&ledger));
         assert_eq!(ledger.allocated(), 64);
         drop(b);

@@ -6,7 +6,8 @@
 use ::bytes::buf::UninitSlice;
 use ::bytes::{BufMut, Bytes};
 
-use super::guard::{OwnedPooledBuf, PooledBuf};
+use super::guard::PooledBuf;
+use super::owned::OwnedPooledBuf;
 
 /// Bytes a full buffer grows by, at least, when `chunk_mut` needs room (as
 /// `Vec<u8>` and `BytesMut` do).

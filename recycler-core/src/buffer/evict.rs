@@ -1,9 +1,9 @@
 //! Eviction: freeing idle buffers of other buckets, for the idle-memory cap
-//! (a release that would go over it, [`Evict`]) and for the memory limit (an
-//! allocation that would cross it, [`PoolInner::reserve`]). A walk visits
-//! the buckets from a random start, and in each frees what the calling
-//! thread can reach: its own cache (the coldest buffers first), the depot,
-//! the inboxes.
+//! (a release that would go over it, [`Evict`]) and for the memory limit
+//! (an allocation that would cross it,
+//! [`PoolShared::charge_with_reclaim`]). A walk visits the buckets from a
+//! random start, and in each frees what the calling thread can reach: its
+//! own cache (the coldest buffers first), the depot, the inboxes.
 //!
 //! A walk for the idle cap, which runs on every release over the cap, is
 //! bounded: it visits at most [`MAX_WALK`] buckets (all of them in a pool
@@ -21,10 +21,11 @@ pub(crate) const MAX_WALK: usize = 64;
 
 use std::ptr;
 
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::idle::{self, Evict};
+use crate::mine::Mine;
 
-impl PoolInner {
+impl PoolShared {
     /// Frees idle buffers worth `want` bytes if it can, walking the buckets
     /// from `start` and skipping `skip`: in each, this thread's cache, then
     /// the depot, then the inboxes. Returns the bytes freed.
@@ -36,8 +37,8 @@ impl PoolInner {
         start: usize,
         visits: usize,
     ) -> u64 {
-        let n = self.buckets.len();
-        let bound = self.pool_local();
+        let n = self.buckets().len();
+        let bound = self.index().bound();
         let mut freed = 0;
         for i in 0..n.min(visits) {
             let b = (start + i) % n;
@@ -47,14 +48,13 @@ impl PoolInner {
             // SAFETY: `b < n`, a bucket.
             let own = bound.map_or(ptr::null(), |bound| unsafe { bound.cache(b) });
             // SAFETY: a non-null entry of an owned index is a cache of this
-            // bucket that the calling thread owns.
-            let own = unsafe { own.as_ref() };
+            // bucket (alive with the pool) that the calling thread owns.
+            let own = unsafe { own.as_ref() }.map(|local| unsafe { Mine::new(local) });
             // A bucket not made holds nothing.
-            let Some(recycler) = self.buckets[b].made() else {
+            let Some(recycler) = self.buckets()[b].made() else {
                 continue;
             };
-            // SAFETY: `own` is owned by the calling thread (above).
-            freed += unsafe { recycler.inner().evict(want - freed, own) };
+            freed += recycler.inner().evict(want - freed, own);
             if freed >= want {
                 break;
             }
@@ -63,9 +63,9 @@ impl PoolInner {
     }
 }
 
-impl Evict for PoolInner {
+impl Evict for PoolShared {
     fn evict_others(&self, want: u64, skip: usize) -> u64 {
-        let start = idle::random_below(self.buckets.len(), want);
+        let start = idle::random_below(self.buckets().len(), want);
         self.evict_walk(want, Some(skip), start, MAX_WALK)
     }
 }

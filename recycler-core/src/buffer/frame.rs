@@ -11,7 +11,7 @@ use std::ops::Deref;
 use ::bytes::buf::UninitSlice;
 use ::bytes::{Buf, BufMut, Bytes};
 
-use super::guard::OwnedPooledBuf;
+use super::owned::OwnedPooledBuf;
 use super::pool::BufferPool;
 use crate::loom::Arc;
 

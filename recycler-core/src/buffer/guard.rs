@@ -1,44 +1,14 @@
-//! The buffers a pool hands out: [`PooledBuf`] borrows its pool,
-//! [`OwnedPooledBuf`] holds it in an `Arc`. Both return their buffer to the
-//! pool when dropped, and share one Vec-like API, written once in
-//! [`vec_like`]; growth and its limit checks are here.
+//! [`PooledBuf`]: the buffer a pool lends, which borrows its pool and
+//! returns its buffer there when dropped. Its `'static` twin,
+//! [`OwnedPooledBuf`](super::OwnedPooledBuf), is in [`super::owned`]; the
+//! Vec-like API and the trait impls of both, in [`super::vec_like`].
 
-use std::borrow::{Borrow, BorrowMut, Cow};
-use std::cmp::Ordering;
-use std::fmt;
-use std::hash::{Hash, Hasher};
-use std::io;
-use std::mem::{ManuallyDrop, MaybeUninit};
-use std::ops::{Deref, DerefMut};
+use std::mem::ManuallyDrop;
 
-use super::buckets::GROWN;
 use super::buf::Buf;
-use super::inner::PoolInner;
 use super::loan::Loan;
-use super::pool::BufferPool;
-use super::raw::AlignedBuf;
-use crate::error::AcquireError;
+use super::shared::PoolShared;
 use crate::home::Home;
-use crate::loom::Arc;
-
-/// How a buffer reaches its pool.
-trait PoolRef {
-    fn pool_inner(&self) -> &PoolInner;
-}
-
-impl PoolRef for &PoolInner {
-    #[inline(always)]
-    fn pool_inner(&self) -> &PoolInner {
-        self
-    }
-}
-
-impl PoolRef for Arc<BufferPool> {
-    #[inline(always)]
-    fn pool_inner(&self) -> &PoolInner {
-        self.inner()
-    }
-}
 
 /// A byte buffer on loan from a [`BufferPool`]; returns to the pool when
 /// dropped.
@@ -99,46 +69,20 @@ impl PoolRef for Arc<BufferPool> {
 /// assert!(buf == owned && owned == buf); // the other buffer type
 /// assert!(buf != *b"ab" && owned != b"abcd".to_vec());
 /// ```
+///
+/// [`BufferPool`]: super::BufferPool
+/// [`OwnedPooledBuf`]: super::OwnedPooledBuf
+/// [`io::Write`]: std::io::Write
 pub struct PooledBuf<'a> {
-    pool: &'a PoolInner,
-    buf: ManuallyDrop<Loan>,
-    home: Home<Buf>,
+    pub(super) pool: &'a PoolShared,
+    pub(super) buf: ManuallyDrop<Loan>,
+    pub(super) home: Home<Buf>,
     /// The bucket the buffer came from, or `OVERSIZE`; marked `GROWN` once
     /// the buffer has grown.
-    origin: u32,
+    pub(super) origin: u32,
 }
 
-/// A byte buffer on loan from a [`BufferPool`] in an `Arc`: `'static`, so it
-/// can move into threads and tasks. Returns to the pool when dropped.
-///
-/// Made by [`BufferPool::acquire_owned`]; otherwise the same as
-/// [`PooledBuf`], with the same traits and comparisons. The buffer keeps the
-/// pool alive. With the `bytes` feature,
-/// `into_bytes` turns it into a `bytes::Bytes` without copying, whose last
-/// clone returns the memory to the pool.
-///
-/// # Examples
-///
-/// ```
-/// use std::sync::Arc;
-/// use recycler_core::buffer::{BufferPool, OwnedPooledBuf};
-///
-/// let pool = Arc::new(BufferPool::new());
-/// let mut buf: OwnedPooledBuf = pool.acquire_owned(100);
-/// let task = std::thread::spawn(move || {
-///     buf.extend_from_slice(b"moved");
-///     buf.len()
-/// });
-/// assert_eq!(task.join().unwrap(), 5);
-/// ```
-pub struct OwnedPooledBuf {
-    pool: Arc<BufferPool>,
-    buf: ManuallyDrop<Loan>,
-    home: Home<Buf>,
-    origin: u32,
-}
-
-// SAFETY: the guard owns its buffer (`Buf: Send`); `&PoolInner` is shared
+// SAFETY: the guard owns its buffer (`Buf: Send`); `&PoolShared` is shared
 // state that is `Sync` (atomics, locks, channels, and caches touched only by
 // their owner thread); `home` is an address the release path uses from any
 // thread (it checks the owner before touching the cache).
@@ -146,17 +90,12 @@ unsafe impl Send for PooledBuf<'_> {}
 // SAFETY: through `&PooledBuf` only `&[u8]` and lengths are reachable;
 // release needs `&mut` (drop).
 unsafe impl Sync for PooledBuf<'_> {}
-// SAFETY: as for `PooledBuf`; `Arc<BufferPool>` is `Send + Sync`.
-unsafe impl Send for OwnedPooledBuf {}
-// SAFETY: as for `PooledBuf`.
-unsafe impl Sync for OwnedPooledBuf {}
-
 impl<'a> PooledBuf<'a> {
     /// A guard of `buf`, just taken from `pool` (recorded with the caller of
     /// the `#[track_caller]` acquire that took it, with feature `track`).
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
-    pub(crate) fn new(pool: &'a PoolInner, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
+    pub(crate) fn new(pool: &'a PoolShared, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
         #[cfg(feature = "track")]
         pool.track(&buf, std::panic::Location::caller());
         Self::untracked(pool, buf, home, origin)
@@ -165,7 +104,7 @@ impl<'a> PooledBuf<'a> {
     /// A guard of `buf`, which the caller has tracked (feature `track`).
     #[inline(always)]
     pub(crate) fn untracked(
-        pool: &'a PoolInner,
+        pool: &'a PoolShared,
         buf: Box<Buf>,
         home: Home<Buf>,
         origin: u32,
@@ -197,7 +136,7 @@ impl<'a> PooledBuf<'a> {
 // Unwind safety: a buffer is bytes, as a `Vec<u8>` is, and its pool runs no
 // user code at all (the bytes need no `reset`; the only foreign code a pool
 // calls is a waiting task's waker, and that runs outside every lock, after
-// the grant it wakes for is booked: `waiters.rs`). Every change to the pool's
+// the grant it wakes for is booked: `ledger.rs`). Every change to the pool's
 // state is complete or not begun when a panic can happen: in the caller's
 // code while a buffer is held (the buffer is returned, or freed, by its
 // `Drop` during the unwinding, the books counting it either way), or in
@@ -239,136 +178,3 @@ impl std::panic::UnwindSafe for PooledBuf<'_> {}
 /// assert_eq!(catch_unwind(|| buf.capacity()).unwrap(), 4096);
 /// ```
 impl std::panic::RefUnwindSafe for PooledBuf<'_> {}
-
-/// As for [`PooledBuf`].
-///
-/// # Examples
-///
-/// ```
-/// use std::panic::catch_unwind;
-/// use std::sync::Arc;
-/// use recycler_core::buffer::BufferPool;
-///
-/// let pool = Arc::new(BufferPool::new());
-/// let mut buf = pool.acquire_owned(10);
-/// assert!(catch_unwind(move || buf.push(1)).is_ok());
-/// ```
-impl std::panic::UnwindSafe for OwnedPooledBuf {}
-
-/// As for [`PooledBuf`].
-///
-/// # Examples
-///
-/// ```
-/// use std::panic::catch_unwind;
-/// use std::sync::Arc;
-/// use recycler_core::buffer::BufferPool;
-///
-/// let pool = Arc::new(BufferPool::new());
-/// let buf = pool.acquire_owned(10);
-/// assert!(catch_unwind(|| buf.is_empty()).unwrap());
-/// ```
-impl std::panic::RefUnwindSafe for OwnedPooledBuf {}
-
-impl OwnedPooledBuf {
-    /// A guard of `buf`, which the caller has tracked (feature `track`): a
-    /// `PooledBuf` taken apart keeps its record.
-    pub(crate) fn new(pool: Arc<BufferPool>, buf: Box<Buf>, home: Home<Buf>, origin: u32) -> Self {
-        Self {
-            pool,
-            buf: ManuallyDrop::new(Loan::new(buf)),
-            home,
-            origin,
-        }
-    }
-
-    /// The pool the buffer returns to (a `FrameBuf` takes its next buffer
-    /// from it).
-    #[cfg(feature = "bytes")]
-    pub(crate) fn pool(&self) -> &Arc<BufferPool> {
-        &self.pool
-    }
-}
-
-/// Makes room for `additional` more bytes, or says why not; past the memory
-/// limit as an overdraft if `overdraft` (see [`super::overdraft`]), else
-/// the limit's error. `origin` is the guard's, marked [`GROWN`] if the
-/// buffer grows.
-#[inline]
-pub(super) fn try_reserve(
-    pool: &PoolInner,
-    loan: &mut Loan,
-    origin: &mut u32,
-    additional: usize,
-    overdraft: bool,
-) -> Result<(), AcquireError> {
-    if loan.capacity() - loan.len() >= additional {
-        return Ok(());
-    }
-    let len = loan.len();
-    let grown = grow(pool, loan.buf_mut(), len, *origin, additional, overdraft);
-    loan.refresh();
-    *origin = grown?;
-    Ok(())
-}
-
-/// Grows `buf`, whose length is `len` (the loan's), to hold `additional`
-/// more bytes; returns the guard's `origin`, marked [`GROWN`]. Out of line,
-/// and given the buffer and values rather than the guard's fields by
-/// address, so that the guard's fields stay in registers on the paths that
-/// do not grow.
-#[cold]
-#[inline(never)]
-fn grow(
-    pool: &PoolInner,
-    buf: &mut Buf,
-    len: usize,
-    origin: u32,
-    additional: usize,
-    overdraft: bool,
-) -> Result<u32, AcquireError> {
-    // `len + additional` overflowing is one more size no buffer can have:
-    // the same error, with `requested` saturated.
-    let needed = len.checked_add(additional).ok_or(AcquireError::TooLarge {
-        requested: usize::MAX,
-        max: AlignedBuf::max_capacity(buf.alignment()),
-    })?;
-    // SAFETY: `len` is the loan's length: within the capacity, initialized.
-    unsafe { buf.set_len(len) };
-    pool.grow(buf, needed, overdraft)?;
-    // The release sees at once that the buffer left its bucket's capacity.
-    Ok(origin | GROWN)
-}
-
-/// Makes room for `additional` more bytes: past the memory limit as an
-/// overdraft; panics, as `Vec` does, only for a size no buffer can have or
-/// when the allocator fails.
-#[inline]
-fn reserve(pool: &PoolInner, loan: &mut Loan, origin: &mut u32, additional: usize) {
-    if loan.capacity() - loan.len() < additional {
-        let len = loan.len();
-        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional);
-        loan.refresh();
-    }
-}
-
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn grow_or_panic(
-    pool: &PoolInner,
-    buf: &mut Buf,
-    len: usize,
-    origin: u32,
-    additional: usize,
-) -> u32 {
-    match grow(pool, buf, len, origin, additional, true) {
-        Ok(origin) => origin,
-        Err(err) => panic!("pooled buffer cannot grow: {err}"),
-    }
-}
-
-mod vec_like;
-
-#[cfg(all(test, not(loom)))]
-mod tests;

@@ -1,6 +1,7 @@
-//! The per-thread index of a pool: for each thread, its cache of each
-//! bucket, found through a small thread-local table keyed by pool id, so
-//! that the owner paths reach a bucket's cache with two loads.
+//! The per-thread index of a pool ([`PoolIndex`], a part of the pool's
+//! shared state): for each thread ([`PoolLocal`]), its cache of each bucket,
+//! found through a small thread-local table keyed by pool id, so that the
+//! owner paths reach a bucket's cache with two loads.
 //!
 //! An entry of the table exists only while the thread owns the index; an
 //! index's cell for a bucket is set only while the thread owns that cache and
@@ -15,12 +16,12 @@ use std::cell::Cell;
 use std::ptr;
 
 use super::buf::Buf;
-use super::inner::PoolInner;
 use crate::cache::Local;
-use crate::claim::Claimable;
+use crate::claim::{ClaimList, Claimable};
 use crate::gate::GetGate;
-use crate::idle::DeltaCell;
-use crate::loom::{AtomicPtr, AtomicU64, Ordering, const_thread_local};
+use crate::idle::{DeltaCell, IdleAccount};
+use crate::loom::{AtomicPtr, AtomicU64, Ordering, Weak, const_thread_local};
+use crate::mine::Mine;
 use crate::registry::{self, ExitFlush, NOBODY, Token};
 
 /// One thread's index of its caches in one pool: the cache of each bucket
@@ -95,6 +96,25 @@ impl PoolLocal {
     fn is_owned_by(&self, token: Token) -> bool {
         self.owner.load(Ordering::Relaxed) == token
     }
+
+    /// Indexes `mine`, the calling thread's cache of bucket `idx`, in this
+    /// index (whose delta cell the cache's idle cell already names, under a
+    /// cap).
+    ///
+    /// # Safety
+    ///
+    /// The calling thread owns this index; `mine` is its cache of bucket
+    /// `idx`, with no foreign releases pending.
+    pub(crate) unsafe fn index(&self, idx: usize, mine: Mine<'_, Buf>) {
+        debug_assert!(!mine.has_pending());
+        let get = GetGate::Cell {
+            cell: &self.caches[idx],
+            local: ptr::from_ref(mine.local()).cast(),
+        };
+        // SAFETY: the cell is the calling thread's own index's (it owns
+        // `self`), in this pool, which owns the cache.
+        unsafe { mine.open(get) };
+    }
 }
 
 /// The `caches` of the calling thread's index in one pool, as found in
@@ -150,13 +170,39 @@ const_thread_local! {
     static POOL_HOT: [Cell<HotEntry>; POOL_HOT_SLOTS] = [EMPTY_HOT; POOL_HOT_SLOTS];
 }
 
-impl PoolInner {
+/// The pool's per-thread index: every thread's [`PoolLocal`], claimed from
+/// a list the pool keeps and given up when the thread exits, found by the
+/// thread through [`POOL_HOT`], keyed by the pool's id. A component of the
+/// pool's shared state, which holds one.
+pub(crate) struct PoolIndex {
+    /// Unique for the life of the process; keys the threads' pool indexes.
+    id: u64,
+    /// The pool's buckets: each index has a cell for each.
+    buckets: usize,
+    /// Each thread's index of its caches.
+    locals: ClaimList<PoolLocal>,
+    /// The pool, as the target of thread-exit hooks.
+    exit_hook: Weak<dyn ExitFlush>,
+}
+
+impl PoolIndex {
+    /// The index of a pool of `buckets` buckets, whose threads' exit hooks
+    /// run on `exit_hook`.
+    pub(crate) fn new(buckets: usize, exit_hook: Weak<dyn ExitFlush>) -> Self {
+        Self {
+            id: registry::new_key(),
+            buckets,
+            locals: ClaimList::new(),
+            exit_hook,
+        }
+    }
+
     /// The calling thread's index, if it is bound and the thread owns it.
     ///
     /// An entry exists only while the thread owns the index (see the module
     /// docs), so no ownership check is needed here.
     #[inline(always)]
-    pub(crate) fn pool_local(&self) -> Option<Bound> {
+    pub(crate) fn bound(&self) -> Option<Bound> {
         let (id, caches) = POOL_HOT
             .try_with(|hot| hot[self.id as usize & (POOL_HOT_SLOTS - 1)].get())
             .unwrap_or((0, ptr::null()));
@@ -176,9 +222,7 @@ impl PoolInner {
         let pl = match unsafe { registered.as_ref() } {
             Some(pl) if pl.is_owned_by(token) => pl,
             _ => {
-                let pl = self
-                    .locals
-                    .claim(token, || PoolLocal::new(self.buckets.len()));
+                let pl = self.locals.claim(token, || PoolLocal::new(self.buckets));
                 // A reused index: forget the caches of its last owner, who
                 // gave them up.
                 pl.caches
@@ -203,33 +247,17 @@ impl PoolInner {
         Some(pl)
     }
 
-    /// Indexes `local`, the calling thread's cache of bucket `idx`, in `pl`,
-    /// the thread's index (whose delta cell the cache's idle cell already
-    /// names, under a cap).
-    ///
-    /// # Safety
-    ///
-    /// The calling thread owns `pl` and `local`, a cache of bucket `idx`
-    /// with no foreign releases pending.
-    pub(crate) unsafe fn index(&self, pl: &PoolLocal, idx: usize, local: &Local<Buf>) {
-        debug_assert!(
-            // SAFETY: the caller owns `local`; the closure runs no user code.
-            unsafe { local.with_cache(|c| c.pending.is_empty()) }
-        );
-        let get = GetGate::Cell {
-            cell: &pl.caches[idx],
-            local: ptr::from_ref(local).cast(),
-        };
-        // SAFETY: the calling thread owns `local`; the cell is its own
-        // index's, in this pool, which owns `local`.
-        unsafe { local.open(get) };
+    /// The unpublished idle bytes of every thread's index (under
+    /// `max_idle_memory`), summed.
+    pub(crate) fn deltas(&self) -> i64 {
+        self.locals
+            .iter()
+            .fold(0i64, |sum, pl| sum.wrapping_add(pl.delta.get()))
     }
-}
 
-impl PoolInner {
     /// Forgets the calling thread's index in this pool: its entry in
     /// [`POOL_HOT`] and, if the thread owns `pl`, every cell of it.
-    fn forget_index(&self, pl: &PoolLocal, token: Token) {
+    fn forget(&self, pl: &PoolLocal, token: Token) {
         let _ = POOL_HOT.try_with(|hot| {
             let slot = &hot[self.id as usize & (POOL_HOT_SLOTS - 1)];
             if slot.get().0 == self.id {
@@ -242,30 +270,43 @@ impl PoolInner {
                 .for_each(|c| c.store(ptr::null_mut(), Ordering::Relaxed));
         }
     }
-}
 
-impl ExitFlush for PoolInner {
-    /// Phase one of the thread's exit: before any of its bucket caches is
-    /// given up (their hooks may have registered before this one: a thread
-    /// whose first call was `trim`), the thread's index in this pool is
-    /// dead, so that no code running during the exit (an object's `Drop`,
-    /// run by another recycler's hook, that acquires from this pool) reaches
-    /// a cache through it.
-    unsafe fn forget_on_exit(&self, local: *const (), token: Token) {
-        // SAFETY: the pointer registered by `bind`: this pool's `PoolLocal`
-        // of the calling thread, alive as long as the pool (`&self`).
+    /// Phase one of the thread's exit ([`ExitFlush::forget_on_exit`]):
+    /// before any of its bucket caches is given up (their hooks may have
+    /// registered before this one: a thread whose first call was `trim`),
+    /// the thread's index in this pool is dead, so that no code running
+    /// during the exit (an object's `Drop`, run by another recycler's hook,
+    /// that acquires from this pool) reaches a cache through it.
+    ///
+    /// # Safety
+    ///
+    /// `local` is the pointer [`bind`](Self::bind) registered: this pool's
+    /// `PoolLocal` of the calling thread.
+    pub(crate) unsafe fn forget_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the pointer registered by `bind` (the caller's contract),
+        // alive as long as the pool (`&self`).
         let pl = unsafe { &*local.cast::<PoolLocal>() };
-        self.forget_index(pl, token);
+        self.forget(pl, token);
     }
 
-    /// Phase two: the calling thread publishes its idle-memory delta and
+    /// Phase two ([`ExitFlush::flush_on_exit`]): the calling thread
+    /// publishes its idle-memory delta into `idle`, the pool's account, and
     /// gives the index up.
-    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+    ///
+    /// # Safety
+    ///
+    /// As for [`forget_on_exit`](Self::forget_on_exit).
+    pub(crate) unsafe fn flush_on_exit(
+        &self,
+        local: *const (),
+        token: Token,
+        idle: Option<&IdleAccount>,
+    ) {
         // SAFETY: as in `forget_on_exit`.
         let pl = unsafe { &*local.cast::<PoolLocal>() };
-        self.forget_index(pl, token);
+        self.forget(pl, token);
         if pl.is_owned_by(token) {
-            if let Some(acct) = &self.idle {
+            if let Some(acct) = idle {
                 acct.flush(&pl.delta);
             }
             pl.caches

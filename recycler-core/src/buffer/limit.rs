@@ -1,195 +1,140 @@
-//! The memory ledger: every byte a buffer pool has allocated (in use and
-//! idle), under an optional hard `memory_limit`, like the JDK's
-//! `MaxDirectMemorySize`; whether anyone waits for memory; and reserving
-//! with reclaim.
+//! Where the memory limit binds: what an acquire meets when the ledger
+//! ([`super::ledger`]) has no room for a new buffer, in the order it meets
+//! them, and what the pool frees for those who wait ([`super::wait`]).
 //!
-//! The ledger is written only when memory is allocated or freed (a miss, a
-//! growth, an eviction, a trim) and when the queue of waiters gets its first
-//! waiter not yet granted or loses its last: never on a hit or an ordinary
-//! release. An ordinary release under
-//! a limit reads it once, for the waiting bit.
+//! An acquire whose bucket has nothing for it (the slow path,
+//! [`super::slow`]) meets, where the limit binds:
 //!
-//! # One word: the bytes and the waiting bit
+//! 1. **A larger idle buffer** ([`PoolShared::take_larger`], where
+//!    [`PoolShared::limit_binds`]): the smallest larger idle buffer of the
+//!    calling thread's caches, kept whole, rather than free, wait or
+//!    overdraw ("Serving from a larger buffer", below).
+//! 2. **This thread's pending batches** ([`PoolShared::charge_with_reclaim`],
+//!    once the ledger refuses the charge): what the thread released for
+//!    other threads' caches is idle, but out of the walks' reach until it
+//!    is sent home; it is sent.
+//! 3. **Freeing idle memory** (`free_idle`): an eviction walk
+//!    ([`super::evict`]) frees what the thread reaches: its own caches, the
+//!    depots, the inboxes.
+//! 4. **Taking from quiet threads**: if that is not enough, what other
+//!    threads' caches keep is taken into the depots ([`crate::steal`]: a
+//!    thread parked, or busy with other work, need not run again) and freed
+//!    from there. Steps 2 to 4 retry the charge, a few times.
+//! 5. **Overdraft or wait**: `acquire` and the growths that cannot fail
+//!    overdraw ([`PoolShared::acquire_overdraft`],
+//!    [`PoolShared::grow_overdraft`]; "Overdrafts", below); `try_acquire`
+//!    and `try_reserve` fail. A wait joins the queue after step 1, and the
+//!    pool then serves the waiters from idle memory, one at a time: the
+//!    calling thread's idle buffers granted whole
+//!    ([`PoolShared::grant_idle_to_waiters`]), idle buffers freed for the
+//!    first waiter's lack, wherever they idle
+//!    ([`PoolShared::reclaim_for_waiters`], [`PoolShared::reclaim_for`]).
 //!
-//! The bytes allocated and [`WAITING`] (someone waits for memory: the queue
-//! of [`super::wait`] holds a waiter not yet granted) share one atomic word. A free is a
-//! `fetch_sub`, which returns the word as it was: if the bit was set, the
-//! freeing thread serves the queue. A waiter sets the bit with a read-modify-
-//! write of the same word before it looks for memory one last time. All of
-//! these are read-modify-writes of one location, which are totally ordered
-//! (its modification order) and each reads the value just before it, so a
-//! free either comes before the bit is set (and the waiter's last look, which
-//! reads the word after its own write, sees the freed bytes), or after (and
-//! it sees the bit and serves the queue). No free between "no memory" and
-//! "registered" is lost, with no fence and no ordering stronger than
-//! `Relaxed`; see [`super::wait`] for the rest of the argument, and
-//! `tests/tests/loom_buffer.rs` for the loom models.
+//! # Serving from a larger buffer
+//!
+//! An acquire that would otherwise evict, wait or overdraft takes the
+//! smallest larger idle buffer the calling thread keeps, and a waiter is
+//! granted one before idle memory is freed for it.
+//!
+//! The buffer keeps its capacity: it counts as an acquire and a hit of its
+//! own bucket and returns there, so the books need nothing new. Shrinking
+//! it to the request would make the next request of its own size allocate
+//! again (a `realloc` down, then a fresh buffer up), which is what the
+//! limit makes expensive: at the limit, memory for a new buffer has to be
+//! freed first, and the waiters behind wait for it.
+//!
+//! Only where the limit binds: without a limit, or with room under it, an
+//! acquire whose bucket is empty allocates a buffer of its own size, as
+//! before (serving every empty bucket from any larger idle buffer made a
+//! pool of mixed sizes converge on a few large buffers, every acquire a
+//! slow one: Jetty's mix, W4, 4.6 Mops/s against 17.7). At the limit the
+//! memory is bounded whatever the buffers' sizes, so a pool that converges
+//! on larger buffers holds no more memory, and reuses them.
+//!
+//! First come, first served is kept: a larger idle buffer goes only to the
+//! first waiter not yet granted
+//! ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)
+//! checks it under the queue's lock); a later waiter gets one only once
+//! every waiter ahead of it is granted.
+//!
+//! # Overdrafts
+//!
+//! What the methods that cannot fail (`acquire`, and the writes that grow
+//! a buffer) do when the `memory_limit` has no room, even after freeing
+//! the idle buffers the thread can reach. Rather than panic (as
+//! they did, poisoning the locks of the code that held the buffer), they
+//! allocate outside the limit, as Jetty gives out a buffer it does not pool
+//! past its `maxMemory`, and as `Vec` and `BytesMut` always grow.
+//!
+//! An overdraft is never on the ledger and never pooled:
+//!
+//! - A buffer allocated as an overdraft has none of its bytes on the
+//!   ledger (`Buf::charged` is 0) and is homed at its bucket's discard
+//!   cache, so its release frees it (counted as a release and a remove of
+//!   its bucket; an oversize one as any oversize buffer). The owner path
+//!   never sees it: a discard home is owned by no thread.
+//! - A growth served as an overdraft leaves the bytes the buffer had on the
+//!   ledger there and holds the rest outside; the buffer remembers how many
+//!   of its bytes the ledger holds (`Buf::charged`), and its drop credits
+//!   exactly those. A grown buffer's release takes the slow path (its
+//!   origin is marked `GROWN`), which frees one with an overdraft rather
+//!   than pool it or grant it to a waiter.
+//!
+//! So the limit bounds the pooled memory and every buffer's charged part
+//! exactly; the overdrafts come on top, counted
+//! ([`BufferPoolStats::overdrafts`](super::BufferPoolStats::overdrafts))
+//! and measured (`overdraft_memory`, the bytes they hold now). Nothing is
+//! touched on the owner paths: an overdraft is made only where the old code
+//! panicked, and its release is one of the slow path's branches.
 
-use std::fmt;
-
-use super::inner::{Bucket, PoolInner};
-use super::waiters::WaitQueue;
+use super::bucket::Bucket;
+use super::buf::Buf;
+use super::raw::AlignedBuf;
+use super::shared::PoolShared;
+use super::sizes::{OVERSIZE, Parts};
 use crate::error::AcquireError;
+use crate::home::Home;
 use crate::idle;
-use crate::loom::{AtomicU64, Ordering::Relaxed, StatCounter};
+use crate::loom::Arc;
 
-/// The bit of [`Ledger::state`] that says someone waits for memory.
-const WAITING: u64 = 1 << 63;
-/// The bits of [`Ledger::state`] that count bytes.
-const BYTES: u64 = WAITING - 1;
+impl PoolShared {
+    /// Whether the limit binds for a new buffer of `bytes`: a limit is set
+    /// and has no room for them now (one relaxed load), or someone waits.
+    /// Without a limit, never.
+    pub(crate) fn limit_binds(&self, bytes: usize) -> bool {
+        let Some(limit) = self.ledger().limit() else {
+            return false;
+        };
+        self.ledger().under_pressure()
+            || self.ledger().allocated().saturating_add(bytes as u64) > limit
+    }
 
-/// The bytes a pool has allocated, its limit, and the threads and tasks that
-/// wait for memory.
-pub(crate) struct Ledger {
-    /// Bytes allocated (the low 63 bits) and [`WAITING`]: set while the
-    /// queue holds a waiter not yet granted, so that frees serve it and
-    /// releases hand over or free their buffers instead of keeping them in
-    /// their thread's cache, where the waiters could not reach them. Only
-    /// the queue, under its lock, sets and clears the bit. (Waiters granted
-    /// but not yet served do not keep it set: their memory is theirs, and
-    /// one that never comes back for it, a leaked future, must not keep
-    /// every release from pooling.)
-    state: AtomicU64,
-    /// `u64::MAX` for no limit.
-    limit: u64,
-    /// Those waiting for memory, first come first served.
-    pub(crate) waiters: WaitQueue,
-    /// Bytes allocated now outside the limit: overdrafts (see
-    /// [`super::overdraft`]). Touched only when an overdraft is made or
-    /// freed.
-    overdraft: StatCounter,
-    /// Overdrafts made: acquires and growths served outside the limit.
-    pub(crate) overdrafts: StatCounter,
-    /// Overdrafts made by a pool with `hard_limit(true)`.
-    pub(crate) violations: StatCounter,
-}
-
-impl Ledger {
-    pub(crate) fn new(limit: Option<u64>) -> Self {
-        Self {
-            state: AtomicU64::new(0),
-            limit: limit.unwrap_or(u64::MAX),
-            waiters: WaitQueue::new(),
-            overdraft: StatCounter::new(0),
-            overdrafts: StatCounter::new(0),
-            violations: StatCounter::new(0),
+    /// The smallest idle buffer larger than bucket `idx`'s that the
+    /// calling thread's own caches keep, with its bucket as its origin:
+    /// what an acquire at the limit takes before it evicts, waits or
+    /// overdraws (see the module docs). Counted as an acquire and a hit of
+    /// that bucket (the owner path's pop). `None` with `serve_larger(false)`,
+    /// in striped mode (no thread keeps a cache), or if nothing larger
+    /// idles there.
+    pub(crate) fn take_larger(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
+        if !self.config().serve_larger || self.config().striped.is_some() {
+            return None;
         }
+        (idx + 1..self.buckets().len())
+            .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b as u32)))
     }
 
-    /// Records `bytes` allocated outside the limit, an overdraft (`hard`:
-    /// by a pool with `hard_limit(true)`, a violation of it too).
-    pub(crate) fn overdraw(&self, bytes: u64, hard: bool) {
-        self.overdraft.fetch_add(bytes, Relaxed);
-        self.overdrafts.fetch_add(1, Relaxed);
-        if hard {
-            self.violations.fetch_add(1, Relaxed);
-        }
-    }
-
-    /// Records `bytes` of an overdraft freed.
-    pub(crate) fn repay(&self, bytes: u64) {
-        self.overdraft.fetch_sub(bytes, Relaxed);
-    }
-
-    /// Bytes allocated now outside the limit.
-    pub(crate) fn overdrawn(&self) -> u64 {
-        self.overdraft.load(Relaxed)
-    }
-
-    /// The limit, if any.
-    pub(crate) fn limit(&self) -> Option<u64> {
-        (self.limit != u64::MAX).then_some(self.limit)
-    }
-
-    /// Bytes allocated now.
-    pub(crate) fn allocated(&self) -> u64 {
-        self.state.load(Relaxed) & BYTES
-    }
-
-    /// Reserves `bytes`, if the limit allows; otherwise returns the bytes
-    /// allocated as seen.
-    pub(crate) fn reserve(&self, bytes: u64) -> Result<(), u64> {
-        if self.limit == u64::MAX {
-            // No limit, so nobody ever waits and the bit means nothing (the
-            // pool does not read it). The bytes of live buffers stay far
-            // below it; only a request too large for any allocation can
-            // carry into it, for the moment before its allocation fails and
-            // `free` takes the bytes back out (wrapping, exactly).
-            self.state.fetch_add(bytes, Relaxed);
-            return Ok(());
-        }
-        // Relaxed: the count bounds memory; it orders nothing else (see the
-        // module docs for why the waiting bit needs nothing stronger). The
-        // bit is kept as it is.
-        let most = self.limit.min(BYTES);
-        self.state
-            .fetch_update(Relaxed, Relaxed, |s| {
-                (s & BYTES)
-                    .checked_add(bytes)
-                    .filter(|&after| after <= most)
-                    .map(|after| after | (s & WAITING))
-            })
-            .map(|_| ())
-            .map_err(|s| s & BYTES)
-    }
-
-    /// Returns `bytes` that were freed, and serves the waiters, if any, in
-    /// their order: the free that makes room for the first one hands the
-    /// memory to it.
-    #[inline]
-    pub(crate) fn free(&self, bytes: u64) {
-        let before = self.state.fetch_sub(bytes, Relaxed);
-        debug_assert!(
-            self.limit == u64::MAX || before & BYTES >= bytes,
-            "freed more than allocated"
-        );
-        if before & WAITING != 0 {
-            self.waiters.serve(self);
-        }
-    }
-
-    /// Whether anyone waits for memory (only ever, with a limit): one
-    /// relaxed load.
-    #[inline(always)]
-    pub(crate) fn under_pressure(&self) -> bool {
-        self.state.load(Relaxed) & WAITING != 0
-    }
-
-    /// Sets or clears [`WAITING`]; only the queue calls this, under its
-    /// lock, as it gets its first waiter not yet granted or loses its last
-    /// (granted, or gone). A read-modify-write, so that the waiter that sets
-    /// it reads every free before it afterwards (see the module docs).
-    pub(crate) fn set_waiting(&self, waiting: bool) {
-        if waiting {
-            self.state.fetch_or(WAITING, Relaxed);
-        } else {
-            self.state.fetch_and(BYTES, Relaxed);
-        }
-    }
-}
-
-impl fmt::Debug for Ledger {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Ledger")
-            .field("allocated", &self.allocated())
-            .field("limit", &self.limit())
-            .field("waiting", &self.under_pressure())
-            .finish_non_exhaustive()
-    }
-}
-
-impl PoolInner {
-    /// Reserves `bytes` on the ledger; at the limit, frees idle buffers
+    /// Charges `bytes` to the ledger; at the limit, frees idle buffers
     /// ([`free_idle`](Self::free_idle)) and retries, a few times.
-    pub(crate) fn reserve(&self, bytes: usize) -> Result<(), AcquireError> {
+    pub(crate) fn charge_with_reclaim(&self, bytes: usize) -> Result<(), AcquireError> {
         const RECLAIMS: u32 = 3;
         let want = bytes as u64;
         let mut reclaims = 0;
         loop {
-            let Err(allocated) = self.ledger.reserve(want) else {
+            let Err(allocated) = self.ledger().charge(want) else {
                 return Ok(());
             };
-            let limit = self.ledger.limit().unwrap_or(u64::MAX);
+            let limit = self.ledger().limit().unwrap_or(u64::MAX);
             let fail = AcquireError::LimitExceeded {
                 requested: bytes,
                 needed: bytes,
@@ -203,8 +148,8 @@ impl PoolInner {
                 // What this thread released for other threads' caches is
                 // idle, but out of the walk's reach until it is sent home.
                 // (A walk over the thread's registrations per bucket, once
-                // per failed reservation.)
-                for recycler in self.buckets.iter().filter_map(Bucket::made) {
+                // per failed charge.)
+                for recycler in self.buckets().iter().filter_map(Bucket::made) {
                     recycler.inner().flush_own_pending();
                 }
             }
@@ -216,65 +161,6 @@ impl PoolInner {
         }
     }
 
-    /// A release while anyone waits, after handing over or freeing its own
-    /// buffer, and a wait as it joins the queue: frees idle buffers for the
-    /// waiters ([`free_idle`](Self::free_idle): wherever they idle, other
-    /// threads' caches included), one waiter at a time, in their order:
-    /// as much as the first waiter not yet granted lacks; once that grants
-    /// it, the calling thread's idle buffers are handed to the waiters now
-    /// first ([`hand_idle_to_waiters`](Self::hand_idle_to_waiters)), and
-    /// then the next one's lack is freed, and so on. Stops at a waiter
-    /// that the idle memory it reaches cannot serve.
-    ///
-    /// Freeing for all the waiters at once (their bytes summed), as it
-    /// did, freed idle buffers that the waiters behind the first could have
-    /// been handed once the first was served, and that the next acquires
-    /// then allocated again.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn reclaim_for_waiters(&self) {
-        let Some(limit) = self.ledger.limit() else {
-            return;
-        };
-        // Each turn grants the first waiter not yet granted, or stops.
-        while let Some((id, bytes)) = self.ledger.waiters.first() {
-            let allocated = self.ledger.allocated();
-            let short = allocated.saturating_add(bytes).saturating_sub(limit);
-            if short == 0 {
-                self.ledger.waiters.serve(&self.ledger);
-            } else if self.free_idle(short, allocated) < short {
-                // What it freed serves the queue; nothing more to free.
-                return;
-            }
-            if self
-                .ledger
-                .waiters
-                .first()
-                .is_some_and(|(first, _)| first == id)
-            {
-                // Still not granted (another thread took the memory, or a
-                // waiter ahead came back): nothing more to do here.
-                return;
-            }
-            self.hand_idle_to_waiters();
-        }
-    }
-
-    /// Frees idle buffers it can reach worth what `want` more bytes would
-    /// take past the limit, for the waiters (`want`: the bytes of those not
-    /// yet granted, up to the one that asks). The frees serve the queue
-    /// themselves.
-    pub(crate) fn reclaim_for(&self, want: u64) {
-        let Some(limit) = self.ledger.limit() else {
-            return;
-        };
-        let allocated = self.ledger.allocated();
-        let short = allocated.saturating_add(want).saturating_sub(limit);
-        if short > 0 {
-            self.free_idle(short, allocated);
-        }
-    }
-
     /// Frees idle buffers worth `short` bytes if it can, wherever they idle:
     /// first what the calling thread reaches directly (its own caches, the
     /// depots, the inboxes); then, if that is not enough, what other
@@ -283,60 +169,166 @@ impl PoolInner {
     /// freed from there. Returns the bytes freed. `salt` spreads the walks'
     /// starts.
     fn free_idle(&self, short: u64, salt: u64) -> u64 {
-        let start = idle::random_below(self.buckets.len(), salt);
+        let start = idle::random_below(self.buckets().len(), salt);
         let freed = self.evict_walk(short, None, start, usize::MAX);
         if freed >= short {
             return freed;
         }
-        for recycler in self.buckets.iter().filter_map(Bucket::made) {
+        for recycler in self.buckets().iter().filter_map(Bucket::made) {
             let inner = recycler.inner();
-            inner.store_all(inner.steal_quiet());
+            let (idle, panic) = inner.steal_quiet();
+            inner.store_all(idle);
+            crate::trim::pass_on(panic);
         }
         freed + self.evict_walk(short - freed, None, start, usize::MAX)
     }
-}
 
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limit_is_hard() {
-        let ledger = Ledger::new(Some(100));
-        assert_eq!(ledger.reserve(60), Ok(()));
-        assert_eq!(ledger.reserve(41), Err(60));
-        assert_eq!(ledger.reserve(40), Ok(()));
-        ledger.free(100);
-        assert_eq!(ledger.allocated(), 0);
-        assert_eq!(ledger.reserve(u64::MAX), Err(0), "no overflow");
-        let unlimited = Ledger::new(None);
-        assert_eq!(unlimited.reserve(u64::MAX / 2), Ok(()));
-        assert_eq!(unlimited.limit(), None);
+    /// A fresh buffer for bucket `idx` (oversize past the last) allocated
+    /// outside the limit: an overdraft, freed when released. Counted as a
+    /// non-pooled acquire of its bucket (of the oversize entry past the
+    /// last).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn acquire_overdraft(
+        &self,
+        capacity: usize,
+        idx: usize,
+    ) -> Result<Parts, AcquireError> {
+        let bytes = self.buckets().get(idx).map_or(capacity, |b| b.capacity());
+        let raw = AlignedBuf::try_new(bytes, self.config().alignment)?;
+        self.ledger()
+            .overdraw(bytes as u64, self.config().hard_limit);
+        let buf = Box::new(Buf::overdraft(raw, Arc::clone(self.ledger())));
+        if idx >= self.buckets().len() {
+            self.count_oversize_acquire();
+            return Ok((buf, Home::new(self.oversize_home()), OVERSIZE));
+        }
+        let inner = self.bucket(idx);
+        let (buf, _) = inner.made(buf);
+        // Homed where its release frees it, whichever thread releases it.
+        Ok((buf, inner.home(None, true), idx as u32))
     }
 
-    #[test]
-    fn the_waiting_bit_is_not_counted() {
-        let ledger = Ledger::new(Some(100));
-        assert!(!ledger.under_pressure());
-        ledger.set_waiting(true);
-        assert!(ledger.under_pressure());
-        assert_eq!(ledger.allocated(), 0);
-        assert_eq!(ledger.reserve(100), Ok(()));
-        assert_eq!(ledger.reserve(1), Err(100), "the bit is not bytes");
-        assert!(ledger.under_pressure(), "reserving keeps the bit");
-        ledger.free(40);
-        assert_eq!(ledger.allocated(), 60);
-        assert!(ledger.under_pressure(), "freeing keeps the bit");
-        ledger.set_waiting(false);
-        assert!(!ledger.under_pressure());
-        assert_eq!(ledger.allocated(), 60);
+    /// Grows `buf` to `target` bytes outside the limit: the bytes it had on
+    /// the ledger stay there, the growth is an overdraft.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn grow_overdraft(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+        let extra = target - buf.capacity();
+        buf.raw_mut().try_grow(target)?;
+        self.ledger()
+            .overdraw(extra as u64, self.config().hard_limit);
+        Ok(())
     }
 
-    #[test]
-    fn a_limit_above_the_bit_is_clamped_below_it() {
-        let ledger = Ledger::new(Some(u64::MAX - 1));
-        assert_eq!(ledger.reserve(BYTES), Ok(()));
-        assert_eq!(ledger.reserve(1), Err(BYTES));
-        assert!(!ledger.under_pressure());
+    /// Grants the calling thread's own idle buffers to the waiters, first
+    /// come first served, while the first waiter not yet granted wants a
+    /// buffer that one of them covers: of its own bucket first, else (with
+    /// `serve_larger`, the default) the smallest larger one, kept at its
+    /// capacity. The waiter reuses it (a hit of the buffer's bucket,
+    /// counted by its take) where the eviction that follows
+    /// (`reclaim_for_waiters`) would free it and the waiter would allocate
+    /// on the bytes. Runs where that eviction runs: a release while anyone
+    /// waits, and a wait as it joins the queue. Owner paths only (the
+    /// thread's own caches); a buffer that a race leaves with no waiter to
+    /// take it is freed, counted as evicted, as the eviction would have.
+    ///
+    /// Every caller then runs [`reclaim_for_waiters`](Self::reclaim_for_waiters)
+    /// (or is its loop), which serves the waiter behind one granted a
+    /// buffer if it fits in the memory free now.
+    pub(crate) fn grant_idle_to_waiters(&self) {
+        while let Some((want, _)) = self.ledger().waiters().first_for_buffer() {
+            let Some(idx) = usize::try_from(want)
+                .ok()
+                .and_then(|w| self.bucket_of_capacity(w))
+            else {
+                return;
+            };
+            let top = if self.config().serve_larger {
+                self.buckets().len()
+            } else {
+                idx + 1
+            };
+            // Not counted here: the waiter's take counts the hit.
+            let Some((b, buf, home)) =
+                (idx..top).find_map(|b| self.pop_own(b, false).map(|(buf, home)| (b, buf, home)))
+            else {
+                return;
+            };
+            let bytes = buf.capacity() as u64;
+            if let Err(buf) = self
+                .ledger()
+                .waiters()
+                .grant_buffer(self.ledger(), bytes, buf)
+            {
+                // Someone else is first now: freed, as an eviction.
+                let inner = self.bucket(b);
+                // SAFETY: the pool, which owns the cache, outlives this call.
+                let local = unsafe { home.local() };
+                inner.count_for(Some(local), |c| &c.evicted, 1);
+                inner.count_for(Some(local), |c| &c.dropped, 1);
+                drop(buf);
+                return;
+            }
+        }
+    }
+
+    /// A release while anyone waits, after granting or freeing its own
+    /// buffer, and a wait as it joins the queue: frees idle buffers for the
+    /// waiters ([`free_idle`](Self::free_idle): wherever they idle, other
+    /// threads' caches included), one waiter at a time, in their order:
+    /// as much as the first waiter not yet granted lacks; once that grants
+    /// it, the calling thread's idle buffers are granted to the waiters now
+    /// first ([`grant_idle_to_waiters`](Self::grant_idle_to_waiters)), and
+    /// then the next one's lack is freed, and so on. Stops at a waiter
+    /// that the idle memory it reaches cannot serve.
+    ///
+    /// Freeing for all the waiters at once (their bytes summed), as it
+    /// did, freed idle buffers that the waiters behind the first could have
+    /// been granted once the first was served, and that the next acquires
+    /// then allocated again.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn reclaim_for_waiters(&self) {
+        let Some(limit) = self.ledger().limit() else {
+            return;
+        };
+        // Each turn grants the first waiter not yet granted, or stops.
+        while let Some((id, bytes)) = self.ledger().waiters().first() {
+            let allocated = self.ledger().allocated();
+            let short = allocated.saturating_add(bytes).saturating_sub(limit);
+            if short == 0 {
+                self.ledger().waiters().serve(self.ledger());
+            } else if self.free_idle(short, allocated) < short {
+                // What it freed serves the queue; nothing more to free.
+                return;
+            }
+            if self
+                .ledger()
+                .waiters()
+                .first()
+                .is_some_and(|(first, _)| first == id)
+            {
+                // Still not granted (another thread took the memory, or a
+                // waiter ahead came back): nothing more to do here.
+                return;
+            }
+            self.grant_idle_to_waiters();
+        }
+    }
+
+    /// Frees idle buffers it can reach worth what `want` more bytes would
+    /// take past the limit, for the waiters (`want`: the bytes of those not
+    /// yet granted, up to the one that asks). The frees serve the queue
+    /// themselves.
+    pub(crate) fn reclaim_for(&self, want: u64) {
+        let Some(limit) = self.ledger().limit() else {
+            return;
+        };
+        let allocated = self.ledger().allocated();
+        let short = allocated.saturating_add(want).saturating_sub(limit);
+        if short > 0 {
+            self.free_idle(short, allocated);
+        }
     }
 }

@@ -22,7 +22,7 @@
 //!   threads together; counted the same way, in an account per bucket; a
 //!   release over it frees its buffer.
 //! - **Memory limit** ([`memory_limit`](BufferPoolBuilder::memory_limit)).
-//!   A cap on all buffer memory: reserve, else free idle buffers and
+//!   A cap on all buffer memory: charge it, else free idle buffers and
 //!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
 //!   [`BufferPool::acquire_async`] (a task), [`PooledBuf::reserve_async`]
 //!   (a growth) and [`BufferPool::acquire_timeout`] (a thread) wait for
@@ -76,37 +76,41 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod buckets;
+mod bucket;
 mod buf;
 mod builder;
 #[cfg(feature = "bytes")]
 mod bytes;
+mod config;
 mod evict;
 #[cfg(feature = "bytes")]
 mod frame;
+mod grow;
 mod guard;
+mod handle;
 mod index;
-mod inner;
-mod larger;
+mod ledger;
 mod limit;
 mod loan;
-mod overdraft;
+mod owned;
 mod owner;
 mod pool;
 mod prefill;
 mod raw;
-pub(crate) mod reserve;
 mod scope;
+mod shared;
+mod sizes;
 mod slow;
 mod stats;
+mod vec_like;
 mod wait;
-mod wait_counts;
-mod waiters;
 
 pub use self::builder::BufferPoolBuilder;
 #[cfg(feature = "bytes")]
 pub use self::frame::FrameBuf;
-pub use self::guard::{OwnedPooledBuf, PooledBuf};
-pub use self::pool::{BufferPool, BufferPoolHandle};
+pub use self::guard::PooledBuf;
+pub use self::handle::BufferPoolHandle;
+pub use self::owned::OwnedPooledBuf;
+pub use self::pool::BufferPool;
 pub use self::scope::Scope;
 pub use self::stats::{BucketStats, BufferPoolStats};

@@ -5,32 +5,32 @@
 //! batch) with the pool's own lookups and its idle-memory count; everything
 //! else goes to one out-of-line call each way ([`super::slow`]).
 
-use super::buckets::GROWN;
 use super::buf::Buf;
-use super::inner::PoolInner;
-use crate::cache::Local;
+use super::shared::PoolShared;
+use super::sizes::GROWN;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
+use crate::mine::Mine;
 use crate::shared::Shared;
 
-impl PoolInner {
+impl PoolShared {
     /// The owner path of acquire: take from the calling thread's cache of
     /// bucket `idx`, found through its index.
     #[inline(always)]
     pub(crate) fn pop_fast(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
-        self.pop_own(idx, self.config.statistics)
+        self.pop_own(idx, self.config().statistics)
     }
 
     /// [`pop_fast`](Self::pop_fast), counting the hit only if `count` (a
-    /// buffer a release hands to a waiter, whose take counts the hit).
+    /// buffer granted to a waiter, whose take counts the hit).
     #[inline(always)]
     pub(crate) fn pop_own(&self, idx: usize, count: bool) -> Option<(Box<Buf>, Home<Buf>)> {
-        if idx >= self.buckets.len() {
+        if idx >= self.buckets().len() {
             return None;
         }
         gate::enter();
-        let popped = self.pool_local().and_then(|bound| {
+        let popped = self.index().bound().and_then(|bound| {
             // SAFETY: `idx` is a bucket (checked above).
             let local = unsafe { bound.cache(idx) };
             // SAFETY: a non-null cell is an open cache of this bucket that
@@ -38,15 +38,17 @@ impl PoolInner {
             // with nothing pending (the index's docs); caches live as long as
             // their recycler.
             let local = unsafe { local.as_ref() }?;
-            // SAFETY: the calling thread owns `local`, found it open inside
-            // its marked `get`, and it has nothing pending (above).
-            let (buf, cell) = unsafe { Shared::pop_local(local, count) }?;
+            // SAFETY: owned by the calling thread (above).
+            let mine = unsafe { Mine::new(local) };
+            // SAFETY: the calling thread found it open inside its marked
+            // `get`, and it has nothing pending (above).
+            let (buf, cell) = unsafe { Shared::pop_local(mine, count) }?;
             Some((buf, cell, local))
         });
         gate::leave();
         let (mut buf, cell, local) = popped?;
         Buf::reset(&mut buf);
-        if let Some(acct) = &self.counted {
+        if let Some(acct) = self.counted() {
             // Under a cap, `count_in_thread_delta` set every indexed cache's
             // idle cell to its owner's cell of the account the owner paths count
             // the bucket in (the thread's cell in its index under
@@ -60,18 +62,18 @@ impl PoolInner {
 
     /// Returns a buffer. The owner path: the buffer kept its capacity (its
     /// origin is not marked [`GROWN`]), the calling thread owns its home
-    /// cache and nothing marks the home (one compare: [`Home::owned`]), the
+    /// cache and nothing marks the home (one compare: [`Home::mine`]), the
     /// cache has room, the idle cap admits it, and nobody waits for memory.
     #[inline(always)]
     pub(crate) fn release(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         let mut buf = buf;
         let idx = origin as usize;
-        if idx < self.buckets.len() && !self.under_pressure() {
+        if idx < self.buckets().len() && !self.under_pressure() {
             gate::enter();
             // SAFETY: the guard that held the buffer borrowed (or held an
             // `Arc` of) the pool, which owns the cache.
-            if let Some(local) = unsafe { home.owned() } {
-                match self.push_fast(idx, local, buf) {
+            if let Some(mine) = unsafe { home.mine() } {
+                match self.push_fast(idx, mine, buf) {
                     Ok(()) => {
                         gate::leave();
                         return;
@@ -98,29 +100,29 @@ impl PoolInner {
     /// freed rather than cached: one relaxed load, and only with a limit.
     #[inline(always)]
     pub(crate) fn under_pressure(&self) -> bool {
-        self.config.memory_limit.is_some() && self.ledger.under_pressure()
+        self.config().memory_limit.is_some() && self.ledger().under_pressure()
     }
 
-    /// Pushes `buf`, of bucket `idx`, onto `local`, owned by the calling
-    /// thread, which found it open inside its marked operation
-    /// ([`crate::steal`]). Touches neither the bucket nor the buffer.
+    /// Pushes `buf`, of bucket `idx`, onto `mine`, which the calling thread
+    /// found open inside its marked operation ([`crate::steal`]). Touches
+    /// neither the bucket nor the buffer.
     ///
-    /// `local`'s capacity is at least 1: with 0, every buffer is homed at
+    /// `mine`'s capacity is at least 1: with 0, every buffer is homed at
     /// the bucket's discard cache, which no thread owns, so the ownership
-    /// compare fails (fresh ones by `Shared::made`, handed ones by
-    /// `take_handed`; a grown buffer is never adopted but freed, by
+    /// compare fails (fresh ones by `Shared::made`, granted ones by
+    /// `take_granted`; a grown buffer is never adopted but freed, by
     /// `release_slow`).
     #[inline(always)]
-    fn push_fast(&self, idx: usize, local: &Local<Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
-        let count = self.config.statistics;
-        match &self.counted {
-            // SAFETY: the calling thread owns `local` (capacity at least 1,
-            // above), open, inside its marked operation; the check runs no
-            // code that touches the cache.
-            None => unsafe { Shared::push_local(local, buf, count, |_| true) },
+    fn push_fast(&self, idx: usize, mine: Mine<'_, Buf>, buf: Box<Buf>) -> Result<(), Box<Buf>> {
+        let count = self.config().statistics;
+        match self.counted() {
+            // SAFETY: `mine` (capacity at least 1, above) is open, and the
+            // thread inside its marked operation; the check runs no code
+            // that touches the cache.
+            None => unsafe { Shared::push_local(mine, buf, count, |_| true) },
             Some(acct) => {
                 let acct = self.account_of(acct, idx);
-                let bytes = ((idx + 1) * self.config.bucket_step) as u64;
+                let bytes = ((idx + 1) * self.config().bucket_step) as u64;
                 let admit = |cell: *const DeltaCell| {
                     // Under a cap, an indexed cache's idle cell is its owner's
                     // cell of the account the owner paths count the bucket
@@ -133,11 +135,11 @@ impl PoolInner {
                     }
                 };
                 // SAFETY: as above; `admit` touches only the account.
-                unsafe { Shared::push_local(local, buf, count, admit) }
+                unsafe { Shared::push_local(mine, buf, count, admit) }
             }
         }
     }
 }
 
 // Marked origins never pass the owner path's bucket check.
-static_assertions::const_assert!(GROWN as usize >= super::builder::MAX_BUCKETS);
+static_assertions::const_assert!(GROWN as usize >= super::config::MAX_BUCKETS);

@@ -1,22 +1,21 @@
-//! [`BufferPool`]: the public handle of a pool of byte buffers in buckets by
-//! capacity, each bucket a [`Recycler`](crate::Recycler) of buffers, under
-//! one idle-memory account and one memory ledger. It holds the shared state
-//! ([`PoolInner`]) and hands each call to the path that serves it: the owner
-//! paths ([`super::owner`]), the slow paths ([`super::slow`]), eviction
-//! ([`super::evict`]), the limit ([`super::limit`]), waiting for memory
-//! ([`super::wait`], through the methods in [`waiting`]) and prefill
-//! ([`super::prefill`]).
+//! [`BufferPool`]: a pool of byte buffers in buckets by capacity, each
+//! bucket a [`Recycler`](crate::Recycler) of buffers, under one idle-memory
+//! account and one memory ledger. It holds the shared state
+//! ([`PoolShared`]) and passes each call to the path that serves it: the
+//! owner paths ([`super::owner`]), the slow paths ([`super::slow`]), the
+//! limit ([`super::limit`]) and prefill ([`super::prefill`]). The methods
+//! that make something other than a borrowed buffer live beside what they
+//! make: the builder ([`super::builder`]), owned buffers
+//! ([`super::owned`]), scopes ([`super::scope`]), handles
+//! ([`super::handle`]) and the waits for memory ([`super::wait`]).
 
 use std::fmt;
-use std::future::Future;
-use std::time::Duration;
 
-use super::builder::{BufferPoolBuilder, PoolConfig};
-use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::inner::{Bucket, PoolInner};
-use super::scope::Scope;
+use super::bucket::Bucket;
+use super::config::PoolConfig;
+use super::guard::PooledBuf;
+use super::shared::PoolShared;
 use super::stats::BufferPoolStats;
-use super::wait::{Acquire, AcquireOwned};
 use crate::error::AcquireError;
 use crate::loom::{Arc, Weak};
 
@@ -24,7 +23,7 @@ use crate::loom::{Arc, Weak};
 ///
 /// [`acquire`](Self::acquire) rounds the size up to its bucket (`bucket_step`
 /// apart, up to `max_capacity`; 16 buckets of 4 KiB steps by default) and
-/// hands out a [`PooledBuf`] with `len() == 0`; dropping it returns the
+/// lends a [`PooledBuf`] with `len() == 0`; dropping it returns the
 /// buffer to its bucket. Each bucket is a [`Recycler`](crate::Recycler): a
 /// cache per thread, an inbox for buffers released on other threads, a
 /// shared depot. On the thread that acquired it, acquiring and releasing a
@@ -62,7 +61,27 @@ use crate::loom::{Arc, Weak};
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct BufferPool {
-    inner: Arc<PoolInner>,
+    shared: Arc<PoolShared>,
+}
+
+/// How a guard or a wait reaches its pool's shared state: a borrowed one by
+/// reference, an owned one through the `Arc` of its [`BufferPool`].
+pub(crate) trait PoolRef {
+    fn pool_shared(&self) -> &PoolShared;
+}
+
+impl PoolRef for &PoolShared {
+    #[inline(always)]
+    fn pool_shared(&self) -> &PoolShared {
+        self
+    }
+}
+
+impl PoolRef for Arc<BufferPool> {
+    #[inline(always)]
+    fn pool_shared(&self) -> &PoolShared {
+        self.shared()
+    }
 }
 
 impl BufferPool {
@@ -81,26 +100,11 @@ impl BufferPool {
         Self::from_config(PoolConfig::DEFAULT)
     }
 
-    /// A builder for other settings.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = BufferPool::builder().max_idle_memory(1 << 20).build()?;
-    /// # drop(pool);
-    /// # Ok::<(), recycler_core::ConfigError>(())
-    /// ```
-    pub fn builder() -> BufferPoolBuilder {
-        BufferPoolBuilder::new()
-    }
-
     pub(crate) fn from_config(config: PoolConfig) -> Self {
-        let inner = Arc::new_cyclic(|this: &Weak<PoolInner>| PoolInner::new(config, this));
+        let shared = Arc::new_cyclic(|this: &Weak<PoolShared>| PoolShared::new(config, this));
         #[cfg(loom)]
-        inner.make_all();
-        Self { inner }
+        shared.make_all();
+        Self { shared }
     }
 
     /// A buffer of at least `capacity` bytes, empty (`len() == 0`).
@@ -154,11 +158,11 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn acquire(&self, capacity: usize) -> PooledBuf<'_> {
-        let inner = &*self.inner;
-        let idx = inner.bucket_index(capacity);
-        match inner.pop_fast(idx) {
-            Some((buf, home)) => PooledBuf::new(inner, buf, home, idx as u32),
-            None => inner.acquire_cold(capacity, idx),
+        let shared = &*self.shared;
+        let idx = shared.bucket_index(capacity);
+        match shared.pop_fast(idx) {
+            Some((buf, home)) => PooledBuf::new(shared, buf, home, idx as u32),
+            None => shared.acquire_cold(capacity, idx),
         }
     }
 
@@ -198,11 +202,11 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire(&self, capacity: usize) -> Result<PooledBuf<'_>, AcquireError> {
-        let inner = &*self.inner;
-        let idx = inner.bucket_index(capacity);
-        match inner.pop_fast(idx) {
-            Some((buf, home)) => Ok(PooledBuf::new(inner, buf, home, idx as u32)),
-            None => inner.try_acquire_cold(capacity, idx),
+        let shared = &*self.shared;
+        let idx = shared.bucket_index(capacity);
+        match shared.pop_fast(idx) {
+            Some((buf, home)) => Ok(PooledBuf::new(shared, buf, home, idx as u32)),
+            None => shared.try_acquire_cold(capacity, idx),
         }
     }
 
@@ -236,127 +240,16 @@ impl BufferPool {
     #[inline]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn try_acquire_pooled(&self, capacity: usize) -> Option<PooledBuf<'_>> {
-        let inner = &*self.inner;
-        let idx = inner.bucket_index(capacity);
-        let (buf, home, origin) = match inner.pop_fast(idx) {
+        let shared = &*self.shared;
+        let idx = shared.bucket_index(capacity);
+        let (buf, home, origin) = match shared.pop_fast(idx) {
             Some((buf, home)) => (buf, home, idx as u32),
-            None => match inner.take_pooled(idx) {
+            None => match shared.take_pooled(idx) {
                 Some((buf, home)) => (buf, home, idx as u32),
-                None => inner.take_grown(idx)?,
+                None => shared.take_grown(idx)?,
             },
         };
-        Some(PooledBuf::new(inner, buf, home, origin))
-    }
-
-    /// Like [`try_acquire_pooled`](Self::try_acquire_pooled), for a pool in
-    /// an `Arc`: an owned, `'static` buffer, if the pool holds one; never
-    /// allocates, never waits. The counterpart of
-    /// [`Recycler::try_get_owned`](crate::Recycler::try_get_owned).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = Arc::new(BufferPool::new());
-    /// assert!(pool.try_acquire_owned_pooled(100).is_none()); // nothing pooled yet
-    /// drop(pool.acquire(100));
-    /// let buf = pool.try_acquire_owned_pooled(100).unwrap();
-    /// std::thread::spawn(move || assert_eq!(buf.capacity(), 4096)).join().unwrap();
-    /// assert_eq!(pool.stats().buckets[0].pooled, 1);
-    /// ```
-    #[inline]
-    #[cfg_attr(feature = "track", track_caller)]
-    #[doc(alias = "try_acquire_pooled_owned")]
-    pub fn try_acquire_owned_pooled(self: &Arc<Self>, capacity: usize) -> Option<OwnedPooledBuf> {
-        let (buf, home, origin) = self.try_acquire_pooled(capacity)?.into_parts();
-        Some(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
-    }
-
-    /// Like [`acquire`](Self::acquire), for a pool in an `Arc`: the buffer
-    /// holds a clone of the `Arc`, so it is `'static` and can move into
-    /// threads and tasks.
-    ///
-    /// # Panics
-    ///
-    /// As [`acquire`](Self::acquire).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = Arc::new(BufferPool::new());
-    /// let mut buf = pool.acquire_owned(100);
-    /// std::thread::spawn(move || buf.extend_from_slice(b"away")).join().unwrap();
-    /// assert_eq!(pool.stats().buckets[0].releases, 1);
-    /// ```
-    #[cfg_attr(feature = "track", track_caller)]
-    pub fn acquire_owned(self: &Arc<Self>, capacity: usize) -> OwnedPooledBuf {
-        let (buf, home, origin) = self.acquire(capacity).into_parts();
-        OwnedPooledBuf::new(Arc::clone(self), buf, home, origin)
-    }
-
-    /// Like [`try_acquire`](Self::try_acquire), for a pool in an `Arc`; see
-    /// [`acquire_owned`](Self::acquire_owned).
-    ///
-    /// # Errors
-    ///
-    /// As [`try_acquire`](Self::try_acquire).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = Arc::new(BufferPool::builder().memory_limit(4096).build()?);
-    /// let a = pool.try_acquire_owned(4096);
-    /// assert!(a.is_ok());
-    /// assert!(pool.try_acquire_owned(4096).is_err());
-    /// # Ok::<(), recycler_core::ConfigError>(())
-    /// ```
-    #[cfg_attr(feature = "track", track_caller)]
-    pub fn try_acquire_owned(
-        self: &Arc<Self>,
-        capacity: usize,
-    ) -> Result<OwnedPooledBuf, AcquireError> {
-        let buf = self.try_acquire(capacity)?;
-        let (buf, home, origin) = buf.into_parts();
-        Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
-    }
-
-    /// A scope that allocates byte slices from this pool and returns all of
-    /// them when it drops (Panama's pool-bound allocator).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use recycler_core::buffer::BufferPool;
-    ///
-    /// let pool = BufferPool::new();
-    /// {
-    ///     let scope = pool.scope();
-    ///     let a = scope.alloc_zeroed(100);
-    ///     let b = scope.alloc(200);
-    ///     a[0] = 1;
-    ///     b[0] = 2;
-    ///     assert_eq!((a.len(), b.len()), (100, 200));
-    /// } // the scope's buffer (one of 4 KiB holds both) back in the pool
-    /// assert_eq!(pool.stats().idle_memory, 4096);
-    /// ```
-    pub fn scope(&self) -> Scope<'_> {
-        Scope::new(self)
-    }
-
-    /// The capacity of the buffers a scope bump-allocates its slices from
-    /// (a bucket's, at most 64 KiB), the alignment of every buffer, and the
-    /// bucket step.
-    #[inline]
-    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
-        self.inner.scope_chunk
+        Some(PooledBuf::new(shared, buf, home, origin))
     }
 
     /// A snapshot of the pool's counters, summed over all threads: exact once
@@ -374,7 +267,7 @@ impl BufferPool {
     /// assert_eq!(pool.stats().idle_memory, 4096);
     /// ```
     pub fn stats(&self) -> BufferPoolStats {
-        self.inner.stats()
+        self.shared.stats()
     }
 
     /// Frees every idle buffer: every bucket's depot and inboxes, this
@@ -395,7 +288,7 @@ impl BufferPool {
     /// assert_eq!((stats.idle_memory, stats.allocated_memory), (0, 0));
     /// ```
     pub fn trim(&self) {
-        for recycler in self.inner.buckets.iter().filter_map(Bucket::made) {
+        for recycler in self.shared.buckets().iter().filter_map(Bucket::made) {
             recycler.trim();
         }
     }
@@ -454,7 +347,7 @@ impl BufferPool {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
-        self.inner.prefill(capacity, count)
+        self.shared.prefill(capacity, count)
     }
 
     /// The buffers in use, grouped by the call site that acquired them, with
@@ -479,28 +372,28 @@ impl BufferPool {
     /// ```
     #[cfg(feature = "track")]
     #[cfg_attr(docsrs, doc(cfg(feature = "track")))]
-    pub fn leaks(&self) -> crate::Leaks {
-        self.inner.tracker.leaks()
+    pub fn leaks(&self) -> crate::track::Leaks {
+        self.shared.leaks()
     }
 
     /// The shared state, for guards and scopes.
-    pub(crate) fn inner(&self) -> &PoolInner {
-        &self.inner
+    pub(crate) fn shared(&self) -> &PoolShared {
+        &self.shared
     }
-}
 
-/// `acquire`'s panic (a size no allocation can have, the allocator
-/// failing), out of line.
-#[cold]
-#[inline(never)]
-pub(crate) fn acquire_failed(err: &AcquireError) -> ! {
-    panic!("BufferPool::acquire: {err}")
+    /// Another `BufferPool` of the same pool (its buckets, limits and
+    /// counters): what a [`BufferPoolHandle`](super::BufferPoolHandle) holds.
+    pub(crate) fn sharing(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
 }
 
 // Unwind safety: a buffer pool runs no user code inside its own critical
 // sections (its buffers need no `reset`, and the one foreign call it makes,
 // a waiting task's `Waker::wake`, runs outside every lock, after the grant
-// it wakes for is booked: `waiters.rs`), so a panic anywhere leaves it as
+// it wakes for is booked: `ledger.rs`), so a panic anywhere leaves it as
 // consistent as it was before (DESIGN.md, invariant 4): a buffer held by the
 // code that panics is returned or freed by its `Drop` during the unwinding,
 // and counted either way. `tests/tests/buffer_fit.rs` checks the books after
@@ -554,7 +447,7 @@ impl Default for BufferPool {
 impl fmt::Debug for BufferPool {
     /// The settings and the memory totals; takes no lock.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.inner.config;
+        let c = self.shared.config();
         f.debug_struct("BufferPool")
             .field("bucket_step", &c.bucket_step)
             .field("min_capacity", &c.min_capacity)
@@ -563,15 +456,10 @@ impl fmt::Debug for BufferPool {
             .field("max_idle_per_bucket", &c.max_idle_per_bucket)
             .field("memory_limit", &c.memory_limit)
             .field("alignment", &c.alignment)
-            .field("allocated_memory", &self.inner.ledger.allocated())
+            .field("allocated_memory", &self.shared.ledger().allocated())
             .finish_non_exhaustive()
     }
 }
-
-mod handle;
-mod waiting;
-
-pub use self::handle::BufferPoolHandle;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

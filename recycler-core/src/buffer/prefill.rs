@@ -3,7 +3,7 @@
 //! within the memory limit and the idle-memory cap.
 //!
 //! The core's `prefill` calls a recycler's factory; a pool allocates its
-//! buffers itself, on its ledger, so it has its own: reserve on the ledger
+//! buffers itself, on its ledger, so it has its own: charge the ledger
 //! (never past the limit, never reclaiming), count the bytes idle in the
 //! calling thread's delta (never past the cap as that thread sees it, the
 //! check a release makes, but never evicting), allocate, and store a batch
@@ -11,7 +11,7 @@
 //! mode (whose acquires never look at the depot), as the core's `prefill`
 //! does. Counted as made and prefilled on the bucket's shared counters.
 
-use super::inner::PoolInner;
+use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::idle::{DeltaCell, IdleAccount};
 use crate::stats::Counters;
@@ -25,15 +25,15 @@ enum Stop {
     Failed(AcquireError),
 }
 
-impl PoolInner {
+impl PoolShared {
     /// See [`BufferPool::prefill`](super::BufferPool::prefill).
     pub(crate) fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
         let idx = self.bucket_index(capacity);
-        let Some(bucket) = self.buckets.get(idx) else {
+        let Some(bucket) = self.buckets().get(idx) else {
             return Ok(0); // oversize: never pooled
         };
         let inner = self.bucket(idx);
-        let bytes = bucket.capacity;
+        let bytes = bucket.capacity();
         let mut added = 0;
         let mut stop = None;
         while added < count && stop.is_none() {
@@ -83,26 +83,26 @@ impl PoolInner {
         }
     }
 
-    /// One buffer of `bytes` for the depot of bucket `idx`, reserved on the
+    /// One buffer of `bytes` for the depot of bucket `idx`, charged to the
     /// ledger and counted idle; or why not.
     fn prefill_one(&self, idx: usize, bytes: usize) -> Result<Box<super::buf::Buf>, Stop> {
         // The memory that waiters wait for is theirs.
         if self.under_pressure() {
             return Err(Stop::Full);
         }
-        if let Err(allocated) = self.ledger.reserve(bytes as u64) {
+        if let Err(allocated) = self.ledger().charge(bytes as u64) {
             return Err(Stop::Failed(AcquireError::LimitExceeded {
                 requested: bytes,
                 needed: bytes,
                 allocated,
-                limit: self.ledger.limit().unwrap_or(u64::MAX),
+                limit: self.ledger().limit().unwrap_or(u64::MAX),
             }));
         }
         let Some(counted) = self.count_prefilled(idx, bytes as u64) else {
-            self.ledger.free(bytes as u64);
+            self.ledger().free(bytes as u64);
             return Err(Stop::Full);
         };
-        self.allocate_reserved(bytes).map_err(|err| {
+        self.allocate_charged(bytes).map_err(|err| {
             match counted {
                 Counted::No => {}
                 Counted::In(acct, cell) => acct.sub(cell, bytes as u64),
@@ -119,11 +119,11 @@ impl PoolInner {
     /// the buffer goes. `None` if the cap has no room, or the thread is
     /// exiting and has no delta to count in.
     fn count_prefilled(&self, idx: usize, bytes: u64) -> Option<Counted<'_>> {
-        let Some(counted) = &self.counted else {
+        let Some(counted) = self.counted() else {
             return Some(Counted::No);
         };
         if !self.per_bucket() {
-            let pl = self.bind()?;
+            let pl = self.index().bind()?;
             return counted
                 .try_add(&pl.delta, bytes)
                 .then_some(Counted::In(counted, &pl.delta));
@@ -137,7 +137,7 @@ impl PoolInner {
         }
         // The cache's own cell, where the owner paths count the bucket's
         // buffers (`count_in_thread_delta`).
-        let local = inner.local_for_current()?;
+        let local = inner.local_for_current()?.local();
         acct.try_add(&local.delta, bytes)
             .then_some(Counted::In(acct, &local.delta))
     }

@@ -122,6 +122,39 @@ impl Drop for Held<'_> {
 // the scope, which is not `Sync`, so one thread at a time allocates from it.
 unsafe impl Send for Scope<'_> {}
 
+impl BufferPool {
+    /// A scope that allocates byte slices from this pool and returns all of
+    /// them when it drops (Panama's pool-bound allocator).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::new();
+    /// {
+    ///     let scope = pool.scope();
+    ///     let a = scope.alloc_zeroed(100);
+    ///     let b = scope.alloc(200);
+    ///     a[0] = 1;
+    ///     b[0] = 2;
+    ///     assert_eq!((a.len(), b.len()), (100, 200));
+    /// } // the scope's buffer (one of 4 KiB holds both) back in the pool
+    /// assert_eq!(pool.stats().idle_memory, 4096);
+    /// ```
+    pub fn scope(&self) -> Scope<'_> {
+        Scope::new(self)
+    }
+
+    /// The capacity of the buffers a scope bump-allocates its slices from
+    /// (a bucket's, at most 64 KiB), the alignment of every buffer, and the
+    /// bucket step.
+    #[inline]
+    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
+        self.shared().scope_chunk()
+    }
+}
+
 impl<'a> Scope<'a> {
     pub(crate) fn new(pool: &'a BufferPool) -> Self {
         let (chunk, align, step) = pool.scope_chunk();
@@ -278,7 +311,7 @@ impl<'a> Scope<'a> {
             // (a zero offset before the first chunk).
             self.next.set(unsafe { ptr.add(len) });
             self.left.set(self.left.get() - need);
-            // The slice lies past every slice handed out before from
+            // The slice lies past every slice lent before from
             // this chunk (the bump only moves forward); `take` says why
             // its bytes stay exclusive, alive and in place.
             // SAFETY: `[ptr, ptr + len)` is initialized bytes of a chunk
@@ -331,7 +364,7 @@ impl<'a> Scope<'a> {
     /// returns its first byte.
     ///
     /// The scope lends the buffer's bytes out as slices, each at most once:
-    /// - Exclusive: the pool hands out each buffer to one holder at a time;
+    /// - Exclusive: the pool lends each buffer to one holder at a time;
     ///   the scope, which now holds this one, never reads, writes or lends a
     ///   byte of it again except through the bump pointer, which only moves
     ///   forward, so no two slices overlap.

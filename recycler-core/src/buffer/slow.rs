@@ -1,24 +1,23 @@
 //! The slow paths of a pool: an acquire the owner path could not serve
 //! (bind the thread's index, take a pooled buffer the core's way, else
-//! reserve memory and allocate), and every release but the owner's push
+//! charge memory and allocate), and every release but the owner's push
 //! (foreign threads, full caches, the idle cap, grown and oversize buffers,
 //! releases while a thread waits for memory).
 
-use super::buckets::{GROWN, OVERSIZE};
 use super::buf::Buf;
 use super::guard::PooledBuf;
-use super::inner::PoolInner;
+use super::index::PoolLocal;
 use super::raw::AlignedBuf;
+use super::shared::PoolShared;
+use super::sizes::{GROWN, OVERSIZE};
 use crate::error::AcquireError;
 use crate::home::Home;
 use crate::idle::DeltaCell;
 use crate::loom::Arc;
-use crate::shared::Shared;
-use crate::stats::Counters;
 
-impl PoolInner {
+impl PoolShared {
     /// `acquire` when the owner path found nothing: at the memory limit, an
-    /// overdraft ([`super::overdraft`]); panics, as `Vec::with_capacity`
+    /// overdraft ([`super::limit`]); panics, as `Vec::with_capacity`
     /// does, only for a size no allocation can have or when the allocator
     /// fails. Out of line, so that the inlined owner path stays small and
     /// returns its buffer in registers.
@@ -34,7 +33,7 @@ impl PoolInner {
         };
         match got {
             Ok((buf, home, origin)) => PooledBuf::new(self, buf, home, origin),
-            Err(err) => super::pool::acquire_failed(&err),
+            Err(err) => acquire_failed(&err),
         }
     }
 
@@ -69,10 +68,10 @@ impl PoolInner {
         idx: usize,
         alloc: impl FnOnce(usize) -> Result<Box<Buf>, AcquireError>,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
-        let Some(bucket) = self.buckets.get(idx) else {
+        let Some(bucket) = self.buckets().get(idx) else {
             let buf = alloc(capacity)?;
-            Counters::add_shared(&self.oversize_acquires, 1);
-            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+            self.count_oversize_acquire();
+            return Ok((buf, Home::new(self.oversize_home()), OVERSIZE));
         };
         let inner = self.bucket(idx);
         let pl = self.count_in_thread_delta(idx);
@@ -80,10 +79,10 @@ impl PoolInner {
         // `take_pooled` sent this thread's pending releases of the bucket:
         // its cache may be indexed now.
         if let Some(pl) = pl
-            && let Some(local) = inner.local_for_current()
+            && let Some(mine) = inner.local_for_current()
         {
-            // SAFETY: as above; nothing is pending in `local`.
-            unsafe { self.index(pl, idx, local) };
+            // SAFETY: as above; nothing is pending in `mine`.
+            unsafe { pl.index(idx, mine) };
         }
         if let Some((mut buf, home)) = pooled {
             Buf::reset(&mut buf);
@@ -93,13 +92,13 @@ impl PoolInner {
             return Ok(larger);
         }
         // At the limit, a larger idle buffer rather than evict, wait or
-        // overdraw (`super::larger`); with room, a buffer of its own size.
-        if self.limit_binds(bucket.capacity)
+        // overdraw (`super::limit`); with room, a buffer of its own size.
+        if self.limit_binds(bucket.capacity())
             && let Some(larger) = self.take_larger(idx)
         {
             return Ok(larger);
         }
-        let (buf, home) = inner.made(alloc(bucket.capacity)?);
+        let (buf, home) = inner.made(alloc(bucket.capacity())?);
         Ok((buf, home, idx as u32))
     }
 
@@ -123,9 +122,9 @@ impl PoolInner {
     pub(crate) fn pop_grown(
         &self,
         idx: usize,
-        pl: Option<&super::index::PoolLocal>,
+        pl: Option<&PoolLocal>,
     ) -> Option<(Box<Buf>, Home<Buf>, u32)> {
-        if !self.config.serve_larger {
+        if !self.config().serve_larger {
             return None;
         }
         let pl = pl?;
@@ -142,10 +141,10 @@ impl PoolInner {
     /// [`pop_grown`](Self::pop_grown) for `try_acquire_pooled`, binding the
     /// calling thread's index (none in striped mode).
     pub(crate) fn take_grown(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
-        if self.config.striped.is_some() || !self.config.serve_larger {
+        if self.config().striped.is_some() || !self.config().serve_larger {
             return None;
         }
-        self.pop_grown(idx, self.bind())
+        self.pop_grown(idx, self.index().bind())
     }
 
     /// A pooled buffer of bucket `idx` that the owner path did not find, if
@@ -154,69 +153,68 @@ impl PoolInner {
     #[inline(never)]
     pub(crate) fn take_pooled(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>)> {
         // A bucket not made holds nothing.
-        let inner = self.buckets.get(idx)?.made()?.inner();
+        let inner = self.buckets().get(idx)?.made()?.inner();
         let pl = self.count_in_thread_delta(idx);
         let (mut buf, home) = inner.take_pooled()?;
         Buf::reset(&mut buf);
         if let Some(pl) = pl
-            && let Some(local) = inner.local_for_current()
+            && let Some(mine) = inner.local_for_current()
         {
             // SAFETY: `count_in_thread_delta` bound the calling thread's
-            // index, `local_for_current` returns a cache it owns, and
-            // `take_pooled` sent what was pending in it.
-            unsafe { self.index(pl, idx, local) };
+            // index, and `take_pooled` sent what was pending in its cache.
+            unsafe { pl.index(idx, mine) };
         }
         Some((buf, home))
     }
 
     /// A fresh buffer for bucket `idx` (oversize past the last) whose bytes
-    /// the caller has reserved on the ledger: a waiter's grant. Never a
-    /// pooled one: the grant is what it allocates. The reservation is freed
-    /// if the allocation fails.
-    pub(crate) fn acquire_reserved(
+    /// the ledger has charged for the caller: a waiter's grant. Never a
+    /// pooled one: the grant is what it allocates. The charge is freed if
+    /// the allocation fails.
+    pub(crate) fn allocate_granted(
         &self,
         capacity: usize,
         idx: usize,
     ) -> Result<(Box<Buf>, Home<Buf>, u32), AcquireError> {
-        let Some(bucket) = self.buckets.get(idx) else {
-            let buf = self.allocate_reserved(capacity)?;
-            Counters::add_shared(&self.oversize_acquires, 1);
-            return Ok((buf, Home::new(&self.oversize_home), OVERSIZE));
+        let Some(bucket) = self.buckets().get(idx) else {
+            let buf = self.allocate_charged(capacity)?;
+            self.count_oversize_acquire();
+            return Ok((buf, Home::new(self.oversize_home()), OVERSIZE));
         };
-        let buf = self.allocate_reserved(bucket.capacity)?;
+        let buf = self.allocate_charged(bucket.capacity())?;
         self.count_in_thread_delta(idx);
         let (buf, home) = self.bucket(idx).made(buf);
         Ok((buf, home, idx as u32))
     }
 
-    /// Allocates a buffer of `capacity` bytes, reserved on the ledger.
+    /// Allocates a buffer of `capacity` bytes, charged to the ledger.
     pub(crate) fn allocate(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
-        let align = self.config.alignment;
+        let align = self.config().alignment;
         if capacity > AlignedBuf::max_capacity(align) {
             return Err(AcquireError::TooLarge {
                 requested: capacity,
                 max: AlignedBuf::max_capacity(align),
             });
         }
-        self.reserve(capacity)?;
-        self.allocate_reserved(capacity)
+        self.charge_with_reclaim(capacity)?;
+        self.allocate_charged(capacity)
     }
 
-    /// A buffer that a release handed to a waiter for bucket `idx` (see
-    /// [`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)),
+    /// A buffer that a release granted to a waiter for bucket `idx` (see
+    /// [`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)),
     /// reset and counted as a pooled acquire by the calling thread, the
     /// waiter's, in the bucket of its capacity: `idx`, the waiter's, unless
     /// the release could not shrink a larger buffer to it (see
     /// [`release_to_waiters`](Self::release_to_waiters)).
     ///
-    /// Homed at the calling thread's cache, as `Shared::handed` homes it;
+    /// Homed at the calling thread's cache, as `Shared::granted` homes it;
     /// but a pool that keeps nothing (`max_idle_per_thread(0)`: caches of
     /// capacity 0) homes it at the bucket's discard cache, as `Shared::made`
     /// homes every fresh buffer there: a capacity-0 cache never holds a
     /// buffer, which the owner path's push relies on (see
     /// [`Shared::push_local`](crate::shared::Shared::push_local)), and the
     /// buffer is freed when released.
-    pub(crate) fn take_handed(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
+    pub(crate) fn take_granted(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
         // A buffer the release could not shrink to the request counts in
         // its own bucket, where the release put it.
         let idx = self.bucket_of_capacity(buf.capacity()).unwrap_or(idx);
@@ -224,18 +222,18 @@ impl PoolInner {
         self.count_in_thread_delta(idx);
         let inner = self.bucket(idx);
         // A bucket that keeps nothing homes it at its discard cache.
-        let (buf, home) = inner.handed(buf);
+        let (buf, home) = inner.granted(buf);
         (buf, home, idx as u32)
     }
 
     /// Allocates a buffer of `capacity` bytes (at most
-    /// `AlignedBuf::max_capacity`), which the caller has reserved on the
-    /// ledger; frees the reservation if the allocator fails.
-    pub(crate) fn allocate_reserved(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
-        match AlignedBuf::try_new(capacity, self.config.alignment) {
-            Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(&self.ledger)))),
+    /// `AlignedBuf::max_capacity`), which the caller has charged to the
+    /// ledger; frees the charge if the allocator fails.
+    pub(crate) fn allocate_charged(&self, capacity: usize) -> Result<Box<Buf>, AcquireError> {
+        match AlignedBuf::try_new(capacity, self.config().alignment) {
+            Ok(raw) => Ok(Box::new(Buf::new(raw, Arc::clone(self.ledger())))),
             Err(err) => {
-                self.ledger.free(capacity as u64);
+                self.ledger().free(capacity as u64);
                 Err(err)
             }
         }
@@ -251,10 +249,10 @@ impl PoolInner {
     #[inline(never)]
     pub(crate) fn discard(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         let idx = (origin & !GROWN) as usize;
-        match self.buckets.get(idx) {
+        match self.buckets().get(idx) {
             Some(_) => self.bucket(idx).discard(buf, home),
             None => {
-                Counters::add_shared(&self.oversize_releases, 1);
+                self.count_oversize_release();
                 drop(buf);
             }
         }
@@ -268,8 +266,8 @@ impl PoolInner {
     #[inline(never)]
     pub(crate) fn release_slow(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         let idx = (origin & !GROWN) as usize;
-        let Some(bucket) = self.buckets.get(idx) else {
-            Counters::add_shared(&self.oversize_releases, 1);
+        let Some(bucket) = self.buckets().get(idx) else {
+            self.count_oversize_release();
             drop(buf);
             if self.under_pressure() {
                 self.reclaim_for_waiters();
@@ -278,7 +276,7 @@ impl PoolInner {
         };
         let inner = self.bucket(idx);
         if buf.overdrawn() {
-            // An overdraft is never pooled nor handed over: freed, counted
+            // An overdraft is never pooled nor granted: freed, counted
             // as a release and a remove of the bucket it came from.
             inner.discard(buf, home);
             if self.under_pressure() {
@@ -296,7 +294,7 @@ impl PoolInner {
             inner.discard(buf, home);
             return;
         }
-        let (dest, pl) = if buf.capacity() == bucket.capacity {
+        let (dest, pl) = if buf.capacity() == bucket.capacity() {
             let pl = self.count_in_thread_delta((origin & !GROWN) as usize);
             inner.release_slow(buf, home, true);
             ((origin & !GROWN) as usize, pl)
@@ -305,7 +303,7 @@ impl PoolInner {
             // where this thread's acquires of its old bucket look for it.
             inner.count_detached(home);
             let Some(dest) = self.bucket_of_capacity(buf.capacity()) else {
-                Counters::add_shared(&bucket.outgrown, 1);
+                bucket.count_outgrown();
                 drop(buf);
                 return;
             };
@@ -328,14 +326,14 @@ impl PoolInner {
     /// waiters; then the idle buffers this thread reaches are freed for
     /// them too.
     ///
-    /// A buffer larger than the waiter's request is handed over whole (a
-    /// hit of its own bucket, to which it returns: see [`super::larger`]),
+    /// A buffer larger than the waiter's request is granted whole (a
+    /// hit of its own bucket, to which it returns: see [`super::limit`]),
     /// if the waiter behind is one that it can serve when it comes back and
     /// that the bytes beyond the request would not grant now
     /// ([`shrinks`](Self::shrinks)); otherwise it is shrunk to the request
     /// first (the allocator's `realloc`), and those
-    /// bytes go back to the limit once the buffer is handed over, where
-    /// they serve the waiters behind (handed over whole, they would be held
+    /// bytes go back to the limit once the buffer is granted, where
+    /// they serve the waiters behind (granted whole, they would be held
     /// by a request that did not ask for them, the waiters behind would
     /// wait for the first to give them back, and a holder waiting for a
     /// second buffer could wait for ever). The waiter then counts a hit, in
@@ -351,13 +349,13 @@ impl PoolInner {
         // that of the next one behind it.
         let first = self
             .bucket_of_capacity(buf.capacity())
-            .and_then(|_| self.ledger.waiters.first_handable())
+            .and_then(|_| self.ledger().waiters().first_for_buffer())
             .and_then(|(want, next)| Some((usize::try_from(want).ok()?, next)))
             .filter(|&(want, _)| want <= buf.capacity());
         let Some((want, next)) = first else {
             // Nobody it can serve: freed for the waiters.
             inner.discard(buf, home);
-            self.hand_idle_to_waiters();
+            self.grant_idle_to_waiters();
             self.reclaim_for_waiters();
             return;
         };
@@ -377,44 +375,52 @@ impl PoolInner {
                 inner.count_detached(home);
                 let to = self.bucket(dest);
                 let (buf, home) = to.adopt(buf);
-                match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+                match self
+                    .ledger()
+                    .waiters()
+                    .grant_buffer(self.ledger(), bytes, buf)
+                {
                     Ok(()) => to.count_release(home, 1),
                     Err(buf) => to.discard(buf, home),
                 }
             }
-            _ => match self.ledger.waiters.hand_over(&self.ledger, bytes, buf) {
+            _ => match self
+                .ledger()
+                .waiters()
+                .grant_buffer(self.ledger(), bytes, buf)
+            {
                 Ok(()) => inner.count_release(home, 1),
                 Err(buf) => inner.discard(buf, home),
             },
         }
         if freed != 0 {
-            // After the hand-over: freed before, these bytes could grant the
+            // After the grant: freed before, these bytes could grant the
             // first waiter, which the buffer is for.
-            self.ledger.free(freed as u64);
+            self.ledger().free(freed as u64);
         } else {
             // The waiter behind the one served, held up by it, may fit in
             // the memory free now.
-            self.ledger.waiters.serve(&self.ledger);
+            self.ledger().waiters().serve(self.ledger());
         }
-        self.hand_idle_to_waiters();
+        self.grant_idle_to_waiters();
         self.reclaim_for_waiters();
     }
 
-    /// Whether a larger buffer handed to the first waiter is to be shrunk
+    /// Whether a larger buffer granted to the first waiter is to be shrunk
     /// to its request, the `excess` bytes beyond it going back to the limit
     /// (as always before, and always with `serve_larger(false)`): unless the
     /// next waiter not yet granted, of `next` bytes (0: none), is one that
     /// those bytes would not grant now (with the memory free) and that the
     /// buffer itself can serve when it comes back (`next` at most its
-    /// `capacity`). Then it is handed over whole, and keeps its capacity
-    /// and its bucket: the next waiter is handed it later instead of
-    /// waiting for bytes to allocate on (see [`super::larger`]).
+    /// `capacity`). Then it is granted whole, and keeps its capacity
+    /// and its bucket: the next waiter is granted it later instead of
+    /// waiting for bytes to allocate on (see [`super::limit`]).
     fn shrinks(&self, capacity: usize, excess: usize, next: u64) -> bool {
-        let Some(limit) = self.ledger.limit() else {
+        let Some(limit) = self.ledger().limit() else {
             return true;
         };
-        let free = limit.saturating_sub(self.ledger.allocated());
-        let whole = self.config.serve_larger
+        let free = limit.saturating_sub(self.ledger().allocated());
+        let whole = self.config().serve_larger
             && next != 0
             && next <= capacity as u64
             && free.saturating_add(excess as u64) < next;
@@ -427,21 +433,19 @@ impl PoolInner {
     /// (see [`super::index`]). Indexed, a cache this release claimed (the
     /// home of a buffer whose thread has exited, say) is one the owner paths
     /// and the eviction walks find.
-    fn index_unless_pending(&self, b: usize, pl: Option<&super::index::PoolLocal>) {
-        let (Some(pl), Some(bound)) = (pl, self.pool_local()) else {
+    fn index_unless_pending(&self, b: usize, pl: Option<&PoolLocal>) {
+        let (Some(pl), Some(bound)) = (pl, self.index().bound()) else {
             return;
         };
-        let Some(local) = self.bucket(b).local_for_current() else {
+        let Some(mine) = self.bucket(b).local_for_current() else {
             return;
         };
-        // SAFETY: the calling thread owns `local`; the closure runs no user
-        // code.
-        if unsafe { local.with_cache(|c| c.pending.is_empty()) } {
+        if !mine.has_pending() {
             // SAFETY: `bind` (in `count_in_thread_delta`) made the calling
-            // thread the owner of `pl`, it owns `local`, a cache of bucket
-            // `b` with nothing pending, whose idle cell names the thread's delta
+            // thread the owner of `pl`; `mine` is its cache of bucket `b`,
+            // with nothing pending, whose idle cell names the thread's delta
             // cell (`count_in_thread_delta`).
-            unsafe { self.index(pl, b, local) };
+            unsafe { pl.index(b, mine) };
         } else {
             // SAFETY: `b` is a bucket.
             unsafe { bound.unset(b) };
@@ -457,24 +461,30 @@ impl PoolInner {
     /// `max_idle_per_bucket`, in the cache's own cell of the bucket's
     /// account (one delta per thread and bucket). Returns the index, if the
     /// thread is not exiting.
-    fn count_in_thread_delta(&self, b: usize) -> Option<&super::index::PoolLocal> {
-        if self.config.striped.is_some() {
+    fn count_in_thread_delta(&self, b: usize) -> Option<&PoolLocal> {
+        if self.config().striped.is_some() {
             // No thread has a cache or an index: the stripes count.
             return None;
         }
-        let pl = self.bind()?;
-        if let Some(local) = self.bucket(b).local_for_current() {
-            let cell: *const DeltaCell = if self.counted.is_none() {
+        let pl = self.index().bind()?;
+        if let Some(mine) = self.bucket(b).local_for_current() {
+            let cell: *const DeltaCell = if self.counted().is_none() {
                 std::ptr::null()
             } else if self.per_bucket() {
-                &local.delta
+                &mine.local().delta
             } else {
                 &pl.delta
             };
-            // SAFETY: `bind` made the calling thread the owner of `pl`, and
-            // `local_for_current` returns a cache it owns.
-            unsafe { Shared::set_idle_cell(local, cell) };
+            mine.set_idle_cell(cell);
         }
         Some(pl)
     }
+}
+
+/// `acquire`'s panic (a size no allocation can have, the allocator
+/// failing), out of line.
+#[cold]
+#[inline(never)]
+fn acquire_failed(err: &AcquireError) -> ! {
+    panic!("BufferPool::acquire: {err}")
 }

@@ -28,7 +28,7 @@ use std::fmt;
 ///   released while the pool is short of memory and freed, or released by
 ///   a pool that keeps nothing, is counted as a release of the bucket it
 ///   came from, so it leaves the identity intact). A buffer a release
-///   hands to a waiter of a smaller bucket, shrunk to it, moves the same
+///   grants a waiter of a smaller bucket, shrunk to it, moves the same
 ///   way: out of its bucket, into the waiter's, released there and
 ///   acquired (a hit). An acquire served by a larger bucket's buffer
 ///   (`serve_larger`) is counted in that bucket, which the buffer never
@@ -64,7 +64,7 @@ pub struct BucketStats {
     /// oversize entry (any size above `max_capacity`), 0 for the
     /// [`total`](BufferPoolStats::total).
     pub capacity: usize,
-    /// Buffers handed out from this bucket: `acquires == pooled +
+    /// Buffers acquired from this bucket: `acquires == pooled +
     /// non_pooled`.
     pub acquires: u64,
     /// Acquires served by an idle buffer (hits), prefilled ones included.

@@ -1,33 +1,36 @@
-//! Waiting for memory at the limit: the queue of those that wait (tasks in
-//! `acquire_async` and `acquire_owned_async`, threads in `acquire_timeout`
-//! and `acquire_owned_timeout`), the frees that serve it, and the waits
-//! themselves ([`Waiting`], and the futures and the blocking loop built on
-//! it).
+//! Waiting for memory at the limit: the waits ([`Waiting`], and the
+//! futures and the blocking loop built on it; [`WaitToGrow`], a growth's),
+//! the methods of the pool that wait (tasks in `acquire_async` and
+//! `acquire_owned_async`, threads in `acquire_timeout` and
+//! `acquire_owned_timeout`, a buffer's `reserve_async`) and their counts in
+//! the statistics. The queue they wait in, and the frees that serve it, are
+//! in [`super::ledger`]; what the pool frees for them, in [`super::limit`].
 //!
 //! # Grants, in order
 //!
-//! A free that finds the ledger's waiting bit set (see [`super::limit`])
+//! A free that finds the ledger's waiting bit set (see [`super::ledger`])
 //! serves the queue: while the first waiter not yet served fits under the
-//! limit, it reserves that waiter's bytes on the waiter's behalf, marks it
-//! granted and wakes it; the waiter then allocates its buffer on the bytes
-//! reserved for it. So the memory freed goes to the waiters in the order they
-//! came, and nothing can take it from them between the free and the wake-up.
+//! limit, it charges that waiter's bytes to the ledger on the waiter's
+//! behalf, marks it granted and wakes it; the waiter then allocates its
+//! buffer on the bytes charged for it. So the memory freed goes to the
+//! waiters in the order they came, and nothing can take it from them
+//! between the free and the wake-up.
 //! A waiter that does not fit holds up those behind it (strictly first come,
 //! first served: a stream of small requests cannot starve a large one).
 //!
-//! A release while anyone waits hands its buffer itself to the first waiter
+//! A release while anyone waits grants its buffer itself to the first waiter
 //! not yet granted, if that waiter wants a bucket's buffer no larger than
-//! it ([`WaitQueue::hand_over`](super::waiters::WaitQueue::hand_over)): the
+//! it ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)): the
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
 //! buffer (a pooled acquire) instead of allocating one. A larger buffer is
 //! shrunk to the request first, and the bytes that frees serve the waiters
 //! behind, unless they would not serve the next waiter and the buffer can
 //! (then it goes whole, and serves that waiter when it comes back: see
-//! [`super::larger`]). Otherwise the release frees its buffer, and the free
-//! serves the queue as above. A waiter handed a buffer is followed by a
+//! [`super::limit`]). Otherwise the release frees its buffer, and the free
+//! serves the queue as above. A waiter granted a buffer is followed by a
 //! serve of the queue: the waiters behind it, held up by it, may fit in
 //! the memory free. So under contention at the limit, where most acquires
-//! wait, reuse goes on, with several sizes too: without the hand-over,
+//! wait, reuse goes on, with several sizes too: without these grants,
 //! every acquire that waited allocated afresh.
 //!
 //! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth,
@@ -38,8 +41,8 @@
 //!
 //! "Someone waits" is the ledger's waiting bit: a waiter *not yet granted*
 //! is in the queue. Waiters granted but not yet back for their grant do not
-//! count: the memory they wait for is reserved for them (or is the buffer
-//! handed to them), so releases may pool again and new requests try first.
+//! count: the memory they wait for is charged for them (or is the buffer
+//! granted to them), so releases may pool again and new requests try first.
 //! A wait that never comes back (a future leaked with `mem::forget` while
 //! in the queue) so costs the pool its grant, once it is granted, and
 //! nothing more, as a leaked guard costs its buffer: its entry stays in the
@@ -83,7 +86,7 @@
 //!
 //! # Cancel safety
 //!
-//! A wait dropped while in the queue leaves it and has reserved nothing. If
+//! A wait dropped while in the queue leaves it and has charged nothing. If
 //! it had been granted and not yet taken its grant, it frees the grant,
 //! which serves the next waiter: its wake-up passes on. If it was the first
 //! waiter not yet granted, it serves the queue, since the next one may fit
@@ -91,14 +94,14 @@
 //!
 //! # What wakes a waiter
 //!
-//! A release handing its buffer over, and frees: a buffer dropped (released
+//! A release granting its buffer, and frees: a buffer dropped (released
 //! while anyone waits, above `max_capacity`, grown past it, evicted,
 //! trimmed, over the idle cap), and a granted waiter that leaves.
-//! While anyone waits, releases hand over or free their buffer rather than
-//! keep it ([`PoolInner::under_pressure`], one relaxed load of the bit), so
+//! While anyone waits, releases grant or free their buffer rather than
+//! keep it ([`PoolShared::under_pressure`], one relaxed load of the bit), so
 //! that memory in use reaches the waiters, and if the waiters want more
 //! than is free, idle buffers are freed for them wherever they idle, other
-//! threads' caches included ([`PoolInner::reclaim_for_waiters`],
+//! threads' caches included ([`PoolShared::reclaim_for_waiters`],
 //! [`crate::steal`]). A release that runs just as the first waiter joins
 //! may not see the bit yet and keep its buffer in its thread's cache; the
 //! waiter's reclaim waits for that release to end (up to a millisecond)
@@ -111,6 +114,25 @@
 //! never sees the panic (it may be dropping a buffer while it unwinds, or
 //! in its thread-local teardown, where a panic aborts). The waiter keeps its
 //! grant, for its next poll or its drop.
+//!
+//! # Waiting to grow
+//!
+//! [`WaitToGrow`], the future of `reserve_async`, is a buffer's growth
+//! that waits at the `memory_limit` as `acquire_async` does, in the same
+//! queue. It tries first (while nobody waits), as `try_reserve` does; at the
+//! limit it joins the pool's queue of waiters for the bytes the growth adds
+//! (the growth's target capacity, worked out as `reserve` works it out,
+//! less the capacity now), frees the idle buffers it can reach, serves the
+//! queue, and waits. A free that makes room for it charges the bytes to
+//! the ledger for it and wakes it (the grants, the order and why no wake-up
+//! is lost, above, all hold here, since this is one more waiter). Its poll
+//! then grows the buffer on the bytes charged: never an overdraft. A
+//! released buffer is never granted to it (its grant must be bytes, not a
+//! buffer): it joins as a waiter that cannot take one.
+//!
+//! Cancel safe: dropped while it waits, it leaves the queue having charged
+//! nothing, and bytes granted to it but not yet taken are freed, which
+//! serves the next waiter; the buffer is unchanged.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -118,41 +140,21 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::buf::Buf;
-use super::guard::{OwnedPooledBuf, PooledBuf};
-use super::inner::PoolInner;
-use super::pool::BufferPool;
+use super::grow::try_reserve;
+use super::guard::PooledBuf;
+use super::ledger::{Polled, Wake};
+use super::loan::Loan;
+use super::owned::OwnedPooledBuf;
+use super::pool::{BufferPool, PoolRef};
 use super::raw::AlignedBuf;
-use super::waiters::{Polled, Wake};
+use super::shared::PoolShared;
+use super::sizes::{GROWN, Parts};
 use crate::error::AcquireError;
-use crate::home::Home;
 use crate::loom::Arc;
-
-/// A buffer taken apart, for a guard to be made of: the buffer, its home,
-/// its origin.
-pub(crate) type Parts = (Box<Buf>, Home<Buf>, u32);
-
-/// How a wait reaches its pool: by reference, or through the `Arc` of an
-/// owned wait.
-pub(crate) trait PoolHandle {
-    fn pool(&self) -> &PoolInner;
-}
-
-impl PoolHandle for &PoolInner {
-    fn pool(&self) -> &PoolInner {
-        self
-    }
-}
-
-impl PoolHandle for Arc<BufferPool> {
-    fn pool(&self) -> &PoolInner {
-        self.inner()
-    }
-}
 
 /// One acquire that may wait for memory; leaves the queue when dropped
 /// (see the module docs).
-pub(crate) struct Waiting<P: PoolHandle> {
+pub(crate) struct Waiting<P: PoolRef> {
     pool: P,
     capacity: usize,
     /// In the queue: the waiter's id and the bytes of its request.
@@ -163,7 +165,7 @@ pub(crate) struct Waiting<P: PoolHandle> {
     at: &'static std::panic::Location<'static>,
 }
 
-impl<P: PoolHandle> Waiting<P> {
+impl<P: PoolRef> Waiting<P> {
     #[cfg_attr(feature = "track", track_caller)]
     pub(crate) fn new(pool: P, capacity: usize) -> Self {
         Self {
@@ -178,14 +180,14 @@ impl<P: PoolHandle> Waiting<P> {
     /// Records the buffer the wait got (feature `track`).
     #[cfg(feature = "track")]
     fn track(&self, parts: &Parts) {
-        self.pool.pool().track(&parts.0, self.at);
+        self.pool.pool_shared().track(&parts.0, self.at);
     }
 
     /// Moves the wait on: the buffer, once there is one; the error, if there
     /// can never be one; else `Pending`, and `waker` is woken when it is
     /// worth polling again (`None`: the calling thread is unparked).
     pub(crate) fn poll(&mut self, waker: Option<&Waker>) -> Poll<Result<Parts, AcquireError>> {
-        let pool = self.pool.pool();
+        let pool = self.pool.pool_shared();
         let idx = pool.bucket_index(self.capacity);
         loop {
             let Some((id, _)) = self.queued else {
@@ -210,35 +212,35 @@ impl<P: PoolHandle> Waiting<P> {
                     Some(waker) => Wake::Task(waker.clone()),
                     None => Wake::Thread(thread::current()),
                 };
-                let waiters = &pool.ledger.waiters;
+                let waiters = pool.ledger().waiters();
                 // A released buffer may serve a request a bucket serves;
                 // an exact-size one (oversize, or below `min_capacity`)
                 // allocates its own.
-                let handable = idx < pool.buckets.len();
-                let (id, _) = waiters.join_for(&pool.ledger, bytes, wake, handable);
+                let takes_buffer = idx < pool.buckets().len();
+                let (id, _) = waiters.join_for(pool.ledger(), bytes, wake, takes_buffer);
                 self.queued = Some((id, bytes));
-                pool.waits_joined(idx.min(pool.buckets.len()));
+                pool.waits_joined(idx.min(pool.buckets().len()));
                 // Free what this thread can reach, then serve the queue
                 // itself: a free since the try would otherwise be lost (see
                 // the module docs).
-                pool.hand_idle_to_waiters();
+                pool.grant_idle_to_waiters();
                 pool.reclaim_for_waiters();
-                waiters.serve(&pool.ledger);
+                waiters.serve(pool.ledger());
                 continue;
             };
-            return match pool.ledger.waiters.poll(&pool.ledger, id, waker) {
+            return match pool.ledger().waiters().poll(pool.ledger(), id, waker) {
                 Polled::Waiting => Poll::Pending,
-                Polled::Granted(handed) => {
+                Polled::Granted(buffer) => {
                     self.queued = None;
-                    pool.waits_left(idx.min(pool.buckets.len()));
-                    Poll::Ready(match handed {
-                        Some(buf) => Ok(pool.take_handed(idx, buf)),
-                        None => pool.acquire_reserved(self.capacity, idx),
+                    pool.waits_left(idx.min(pool.buckets().len()));
+                    Poll::Ready(match buffer {
+                        Some(buf) => Ok(pool.take_granted(idx, buf)),
+                        None => pool.allocate_granted(self.capacity, idx),
                     })
                 }
                 Polled::Missing => {
                     self.queued = None;
-                    pool.waits_left(idx.min(pool.buckets.len()));
+                    pool.waits_left(idx.min(pool.buckets().len()));
                     continue;
                 }
             };
@@ -248,15 +250,15 @@ impl<P: PoolHandle> Waiting<P> {
     /// Gives up waiting (a blocking wait's deadline): the buffer if it was
     /// granted meanwhile, else `LimitExceeded` with the numbers as they are.
     fn give_up(&mut self) -> Result<Parts, AcquireError> {
-        let pool = self.pool.pool();
+        let pool = self.pool.pool_shared();
         let idx = pool.bucket_index(self.capacity);
         let bytes = match self.queued.take() {
             Some((id, bytes)) => {
-                let entry = idx.min(pool.buckets.len());
+                let entry = idx.min(pool.buckets().len());
                 pool.waits_left(entry);
-                match pool.ledger.waiters.leave(&pool.ledger, id) {
-                    Some((_, Some(buf))) => return Ok(pool.take_handed(idx, buf)),
-                    Some((_, None)) => return pool.acquire_reserved(self.capacity, idx),
+                match pool.ledger().waiters().leave(pool.ledger(), id) {
+                    Some((_, Some(buf))) => return Ok(pool.take_granted(idx, buf)),
+                    Some((_, None)) => return pool.allocate_granted(self.capacity, idx),
                     None => {}
                 }
                 pool.waits_timed_out(entry);
@@ -267,28 +269,28 @@ impl<P: PoolHandle> Waiting<P> {
         Err(AcquireError::LimitExceeded {
             requested: self.capacity,
             needed: bytes as usize,
-            allocated: pool.ledger.allocated(),
-            limit: pool.ledger.limit().unwrap_or(u64::MAX),
+            allocated: pool.ledger().allocated(),
+            limit: pool.ledger().limit().unwrap_or(u64::MAX),
         })
     }
 }
 
-impl<P: PoolHandle> Drop for Waiting<P> {
+impl<P: PoolRef> Drop for Waiting<P> {
     fn drop(&mut self) {
         if let Some((id, _)) = self.queued.take() {
-            let pool = self.pool.pool();
-            let ledger = &pool.ledger;
-            let entry = pool.bucket_index(self.capacity).min(pool.buckets.len());
+            let pool = self.pool.pool_shared();
+            let ledger = pool.ledger();
+            let entry = pool.bucket_index(self.capacity).min(pool.buckets().len());
             pool.waits_left(entry);
             pool.waits_cancelled(entry);
-            match ledger.waiters.leave(ledger, id) {
+            match ledger.waiters().leave(ledger, id) {
                 // Passes the wake-up on: the free serves the next waiter.
                 Some((granted, None)) => ledger.free(granted),
                 // Released again, as if the guard it was about to become
-                // dropped: handed to the next waiter, or freed.
+                // dropped: granted to the next waiter, or freed.
                 Some((_, Some(buf))) => {
                     let idx = pool.bucket_index(self.capacity);
-                    let (buf, home, origin) = pool.take_handed(idx, buf);
+                    let (buf, home, origin) = pool.take_granted(idx, buf);
                     pool.release_parts(buf, home, origin);
                 }
                 None => {}
@@ -298,11 +300,11 @@ impl<P: PoolHandle> Drop for Waiting<P> {
 }
 
 /// The future of [`BufferPool::acquire_async`].
-pub(crate) struct Acquire<'a>(Waiting<&'a PoolInner>);
+pub(crate) struct Acquire<'a>(Waiting<&'a PoolShared>);
 
 impl<'a> Acquire<'a> {
     #[cfg_attr(feature = "track", track_caller)]
-    pub(crate) fn new(pool: &'a PoolInner, capacity: usize) -> Self {
+    pub(crate) fn new(pool: &'a PoolShared, capacity: usize) -> Self {
         Self(Waiting::new(pool, capacity))
     }
 }
@@ -312,7 +314,7 @@ impl<'a> Future for Acquire<'a> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let pool: &'a PoolInner = this.0.pool;
+        let pool: &'a PoolShared = this.0.pool;
         let got = std::task::ready!(this.0.poll(Some(cx.waker())));
         #[cfg(feature = "track")]
         if let Ok(parts) = &got {
@@ -348,16 +350,151 @@ impl Future for AcquireOwned {
     }
 }
 
-impl PoolInner {
+/// The future of `reserve_async`: room for `additional` more bytes in the
+/// buffer it borrows, now or once memory is freed for it.
+pub(crate) struct WaitToGrow<'g> {
+    pool: &'g PoolShared,
+    loan: &'g mut Loan,
+    origin: &'g mut u32,
+    additional: usize,
+    /// In the queue: the waiter's id, the bytes it waits for, the capacity
+    /// it grows to, and the entry of the statistics it counts in.
+    queued: Option<(u64, u64, usize, usize)>,
+}
+
+// SAFETY: the future holds a unique borrow of a guard's buffer and origin,
+// and a shared borrow of the pool: a guard is `Send` (it owns its buffer),
+// and the pool's shared state is `Sync`; the waker it clones into the
+// queue is `Send + Sync`.
+unsafe impl Send for WaitToGrow<'_> {}
+
+impl<'g> WaitToGrow<'g> {
+    pub(crate) fn new(
+        pool: &'g PoolShared,
+        loan: &'g mut Loan,
+        origin: &'g mut u32,
+        additional: usize,
+    ) -> Self {
+        Self {
+            pool,
+            loan,
+            origin,
+            additional,
+            queued: None,
+        }
+    }
+
+    /// The growth's target capacity and the bytes it adds, or why it can
+    /// never be had: a size no buffer can have, or more than the limit.
+    fn plan(&mut self) -> Result<(usize, u64), AcquireError> {
+        let pool = self.pool;
+        let len = self.loan.len();
+        let buf = self.loan.buf_mut();
+        let needed = len
+            .checked_add(self.additional)
+            .ok_or(AcquireError::TooLarge {
+                requested: usize::MAX,
+                max: AlignedBuf::max_capacity(buf.alignment()),
+            })?;
+        let target = pool.growth_target(buf, needed)?;
+        let extra = (target - buf.capacity()) as u64;
+        match pool.ledger().limit() {
+            Some(limit) if extra > limit => Err(AcquireError::LimitExceeded {
+                requested: needed,
+                needed: extra as usize,
+                allocated: pool.ledger().allocated(),
+                limit,
+            }),
+            _ => Ok((target, extra)),
+        }
+    }
+}
+
+impl Future for WaitToGrow<'_> {
+    type Output = Result<(), AcquireError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let pool = this.pool;
+        let ledger = pool.ledger();
+        loop {
+            let Some((id, _, target, entry)) = this.queued else {
+                if this.loan.capacity() - this.loan.len() >= this.additional {
+                    return Poll::Ready(Ok(()));
+                }
+                let (target, extra) = this.plan()?;
+                if !pool.under_pressure() {
+                    match try_reserve(pool, this.loan, this.origin, this.additional, false) {
+                        Err(AcquireError::LimitExceeded { .. }) => {}
+                        other => return Poll::Ready(other),
+                    }
+                }
+                let wake = Wake::Task(cx.waker().clone());
+                let (id, want) = ledger.waiters().join_for(ledger, extra, wake, false);
+                let entry = pool.wait_entry(target);
+                pool.waits_joined(entry);
+                this.queued = Some((id, extra, target, entry));
+                pool.reclaim_for(want);
+                ledger.waiters().serve(ledger);
+                continue;
+            };
+            return match ledger.waiters().poll(ledger, id, Some(cx.waker())) {
+                Polled::Waiting => Poll::Pending,
+                Polled::Granted(buffer) => {
+                    this.queued = None;
+                    pool.waits_left(entry);
+                    // Never granted a buffer (it joined as a waiter that
+                    // cannot take one); should one come, freeing it returns
+                    // its memory, which is the same grant.
+                    drop(buffer);
+                    let len = this.loan.len();
+                    let buf = this.loan.buf_mut();
+                    // SAFETY: `len` is the loan's length: within the
+                    // capacity, initialized.
+                    unsafe { buf.set_len(len) };
+                    let grown = pool.grow_charged(buf, target);
+                    this.loan.refresh();
+                    if grown.is_ok() {
+                        *this.origin |= GROWN;
+                    }
+                    Poll::Ready(grown)
+                }
+                Polled::Missing => {
+                    this.queued = None;
+                    pool.waits_left(entry);
+                    continue;
+                }
+            };
+        }
+    }
+}
+
+impl Drop for WaitToGrow<'_> {
+    fn drop(&mut self) {
+        if let Some((id, _, _, entry)) = self.queued.take() {
+            let ledger = self.pool.ledger();
+            self.pool.waits_left(entry);
+            self.pool.waits_cancelled(entry);
+            match ledger.waiters().leave(ledger, id) {
+                // Passes the wake-up on: the free serves the next waiter.
+                Some((granted, None)) => ledger.free(granted),
+                Some((_, Some(buf))) => drop(buf),
+                None => {}
+            }
+        }
+    }
+}
+
+impl PoolShared {
     /// The bytes a buffer for `capacity` (of bucket `idx`, oversize past
     /// the last) takes on the ledger: its bucket's capacity, or exactly
     /// `capacity`. Or the error `try_acquire` reports for a request that can
     /// never be served: a size no buffer can have, more than the limit.
     fn wait_bytes(&self, capacity: usize, idx: usize) -> Result<u64, AcquireError> {
-        let bytes = match self.buckets.get(idx) {
-            Some(bucket) => bucket.capacity,
+        let bytes = match self.buckets().get(idx) {
+            Some(bucket) => bucket.capacity(),
             None => {
-                let max = AlignedBuf::max_capacity(self.config.alignment);
+                let max = AlignedBuf::max_capacity(self.config().alignment);
                 if capacity > max {
                     return Err(AcquireError::TooLarge {
                         requested: capacity,
@@ -367,11 +504,11 @@ impl PoolInner {
                 capacity
             }
         };
-        match self.ledger.limit() {
+        match self.ledger().limit() {
             Some(limit) if bytes as u64 > limit => Err(AcquireError::LimitExceeded {
                 requested: capacity,
                 needed: bytes,
-                allocated: self.ledger.allocated(),
+                allocated: self.ledger().allocated(),
                 limit,
             }),
             _ => Ok(bytes as u64),
@@ -388,15 +525,15 @@ impl PoolInner {
         }
         self.acquire_slow_with(capacity, idx, |capacity| {
             // `wait_bytes` has checked the size.
-            if let Err(allocated) = self.ledger.reserve(capacity as u64) {
+            if let Err(allocated) = self.ledger().charge(capacity as u64) {
                 return Err(AcquireError::LimitExceeded {
                     requested: capacity,
                     needed: capacity,
                     allocated,
-                    limit: self.ledger.limit().unwrap_or(u64::MAX),
+                    limit: self.ledger().limit().unwrap_or(u64::MAX),
                 });
             }
-            self.allocate_reserved(capacity)
+            self.allocate_charged(capacity)
         })
     }
 
@@ -424,5 +561,290 @@ impl PoolInner {
                 }
             }
         }
+    }
+
+    /// The entry whose counts a wait for a buffer of `capacity` bytes
+    /// (a growth to it, or an acquire of its bucket) goes in: its bucket, or
+    /// the oversize one.
+    pub(crate) fn wait_entry(&self, capacity: usize) -> usize {
+        self.bucket_of_capacity(capacity)
+            .unwrap_or(self.buckets().len())
+    }
+
+    /// A wait joined the queue.
+    pub(crate) fn waits_joined(&self, entry: usize) {
+        self.wait_counts(entry).joined();
+    }
+
+    /// A wait left the queue (served, gave up or cancelled).
+    pub(crate) fn waits_left(&self, entry: usize) {
+        self.wait_counts(entry).left();
+    }
+
+    /// A blocking wait gave up at its deadline.
+    pub(crate) fn waits_timed_out(&self, entry: usize) {
+        self.wait_counts(entry).timed_out();
+    }
+
+    /// An async wait was dropped while in the queue.
+    pub(crate) fn waits_cancelled(&self, entry: usize) {
+        self.wait_counts(entry).cancelled();
+    }
+}
+
+impl BufferPool {
+    /// Like [`try_acquire`](Self::try_acquire), but at the `memory_limit`
+    /// waits up to `timeout` for memory to be freed, parked. Waiting threads
+    /// and tasks ([`acquire_async`](Self::acquire_async)) share one queue
+    /// and are served first come, first served: the free that makes room for
+    /// the first of them grants it the memory and wakes it. While
+    /// anyone waits, buffers released anywhere go to the waiters rather than
+    /// to a cache: granted to the first waiter if it covers that waiter's
+    /// request (shrunk to it if larger), else freed. [The buffer
+    /// guide](crate::guide::buffers) has the details.
+    ///
+    /// # Errors
+    ///
+    /// At once, as `try_acquire` would: [`AcquireError::TooLarge`] for a
+    /// size no allocation can have, [`AcquireError::LimitExceeded`] for a
+    /// request larger than the limit itself (its bucket's capacity, or the
+    /// size asked above `max_capacity`), [`AcquireError::AllocFailed`] if
+    /// the allocator fails. After the wait, `LimitExceeded` with the numbers
+    /// as they were when it gave up.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = BufferPool::builder().memory_limit(4096).build()?;
+    /// let held = pool.acquire(4096);
+    /// let waited = pool.acquire_timeout(4096, Duration::from_millis(5));
+    /// assert!(waited.is_err()); // nobody released in time
+    /// drop(held);
+    /// assert!(pool.acquire_timeout(4096, Duration::from_millis(5)).is_ok());
+    /// # Ok::<(), recycler_core::ConfigError>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_timeout(
+        &self,
+        capacity: usize,
+        timeout: Duration,
+    ) -> Result<PooledBuf<'_>, AcquireError> {
+        let shared = self.shared();
+        let (buf, home, origin) = shared.acquire_blocking(capacity, timeout)?;
+        Ok(PooledBuf::new(shared, buf, home, origin))
+    }
+
+    /// Like [`acquire_timeout`](Self::acquire_timeout), for a pool in an
+    /// `Arc`: the buffer is `'static` (see
+    /// [`acquire_owned`](Self::acquire_owned)).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_timeout`](Self::acquire_timeout).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// let pool = Arc::new(BufferPool::builder().memory_limit(100_000).build()?);
+    /// // Above `max_capacity` (64 KiB): not pooled, freed when dropped.
+    /// let held = pool.acquire_owned(100_000);
+    /// assert!(pool.acquire_owned_timeout(4096, Duration::ZERO).is_err());
+    /// let releaser = std::thread::spawn(move || {
+    ///     std::thread::sleep(Duration::from_millis(10));
+    ///     drop(held); // frees its memory: the waiter is woken with 4 KiB of it
+    /// });
+    /// let buf = pool.acquire_owned_timeout(4096, Duration::from_secs(60))?;
+    /// assert_eq!(buf.capacity(), 4096);
+    /// # releaser.join().unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_owned_timeout(
+        self: &Arc<Self>,
+        capacity: usize,
+        timeout: Duration,
+    ) -> Result<OwnedPooledBuf, AcquireError> {
+        let (buf, home, origin) = self.shared().acquire_blocking(capacity, timeout)?;
+        #[cfg(feature = "track")]
+        self.shared().track(&buf, std::panic::Location::caller());
+        Ok(OwnedPooledBuf::new(Arc::clone(self), buf, home, origin))
+    }
+
+    /// A buffer of at least `capacity` bytes, waiting without blocking at
+    /// the `memory_limit` until memory is freed for it.
+    ///
+    /// The future tries as [`try_acquire`](Self::try_acquire) does when it
+    /// is first polled. At the limit it joins the pool's queue of waiters
+    /// (tasks, and threads in [`acquire_timeout`](Self::acquire_timeout)),
+    /// frees the idle buffers it can reach, and returns `Pending`; a free
+    /// that makes room for it (a buffer dropped, or an idle one evicted or
+    /// trimmed) grants it the memory and wakes it. Waiters are served
+    /// first come, first served; one that does not fit yet holds up those
+    /// behind it. While anyone waits, buffers released anywhere go to the
+    /// waiters rather than to a cache: a waiter for a buffer of the same
+    /// bucket gets the buffer itself, and reuses it; else it is freed, so
+    /// that the waiters can have its memory.
+    /// Without a limit, it never waits. Polled again after it completed, it
+    /// acquires another buffer.
+    ///
+    /// Memory idle anywhere in the pool is freed for the waiters, in other
+    /// threads' caches too, whether or not those threads run again. The
+    /// section "Waiting for memory" of [the buffer guide](crate::guide::buffers)
+    /// has the details, and the one case a timeout (such as
+    /// `tokio::time::timeout`) covers.
+    ///
+    /// # Errors
+    ///
+    /// At once, as `try_acquire` would, for a request that can never be
+    /// served: [`AcquireError::TooLarge`] for a size no allocation can have,
+    /// [`AcquireError::LimitExceeded`] for a request larger than the limit
+    /// itself (its bucket's capacity, or the size asked above
+    /// `max_capacity`); and [`AcquireError::AllocFailed`] if the allocator
+    /// fails.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future before it completes takes it out of the queue,
+    /// and it has taken nothing. If memory had been granted to it but
+    /// it had not yet been polled, the memory goes to the next waiter, which
+    /// is woken: no waiter is left asleep with memory free for it.
+    ///
+    /// A future leaked while it waits (`mem::forget`) stays in the queue
+    /// until memory is granted to it, then keeps that grant (the bytes
+    /// charged for it, or the buffer a release granted it) for the pool's
+    /// life, as a leaked buffer does, and nothing more: releases pool again
+    /// once no other waiter waits to be granted.
+    ///
+    /// # A waker that panics
+    ///
+    /// The task is woken on the thread whose free or release made room for
+    /// it. If its waker panics there, the panic is caught and dropped (the
+    /// panic hook has already reported it): it does not reach that thread,
+    /// whose drop or release returns normally (even while it unwinds, or in
+    /// its thread-local teardown), and the waiters behind are served all
+    /// the same. The task keeps the memory granted to it, which its next
+    /// poll takes (or its drop passes on); this free does not wake it again.
+    ///
+    /// # Examples
+    ///
+    /// With a minimal executor (use your runtime's: `.await` in a task):
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Poll, Wake, Waker};
+    /// use std::thread::{self, Thread};
+    /// use recycler_core::AcquireError;
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// /// Runs `f` on this thread, parked while it waits.
+    /// fn block_on<F: Future>(f: F) -> F::Output {
+    ///     struct Unpark(Thread);
+    ///     impl Wake for Unpark {
+    ///         fn wake(self: Arc<Self>) {
+    ///             self.0.unpark();
+    ///         }
+    ///     }
+    ///     let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    ///     let mut cx = Context::from_waker(&waker);
+    ///     let mut f = pin!(f);
+    ///     loop {
+    ///         match f.as_mut().poll(&mut cx) {
+    ///             Poll::Ready(out) => return out,
+    ///             Poll::Pending => thread::park(),
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// let pool = BufferPool::builder().memory_limit(100_000).build()?;
+    /// // The whole limit, above `max_capacity`: not pooled, freed when dropped.
+    /// let held = pool.acquire(100_000);
+    /// let buf = thread::scope(|s| {
+    ///     s.spawn(move || drop(held)); // frees it, before or while we wait
+    ///     block_on(pool.acquire_async(4096))
+    /// })?;
+    /// assert_eq!(buf.capacity(), 4096);
+    ///
+    /// // Larger than the limit: it would wait forever, so it fails at once.
+    /// let err = block_on(pool.acquire_async(200_000)).unwrap_err();
+    /// assert!(matches!(err, AcquireError::LimitExceeded { requested: 200_000, .. }));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_async(
+        &self,
+        capacity: usize,
+    ) -> impl Future<Output = Result<PooledBuf<'_>, AcquireError>> {
+        Acquire::new(self.shared(), capacity)
+    }
+
+    /// Like [`acquire_async`](Self::acquire_async), for a pool in an `Arc`:
+    /// the future and the buffer are `Send + 'static`, for spawned tasks.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_async`](Self::acquire_async).
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`acquire_async`](Self::acquire_async): dropped before it
+    /// completes, the future leaves the queue having taken nothing, and
+    /// memory granted to it goes to the next waiter. A waker that panics
+    /// is caught where it is woken, as for `acquire_async`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::sync::Arc;
+    /// use std::task::{Context, Waker};
+    /// use recycler_core::buffer::BufferPool;
+    ///
+    /// # fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #     struct Unpark(std::thread::Thread);
+    /// #     impl std::task::Wake for Unpark {
+    /// #         fn wake(self: std::sync::Arc<Self>) {
+    /// #             self.0.unpark();
+    /// #         }
+    /// #     }
+    /// #     let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    /// #     let mut cx = std::task::Context::from_waker(&waker);
+    /// #     let mut f = std::pin::pin!(f);
+    /// #     loop {
+    /// #         match f.as_mut().poll(&mut cx) {
+    /// #             std::task::Poll::Ready(out) => return out,
+    /// #             std::task::Poll::Pending => std::thread::park(),
+    /// #         }
+    /// #     }
+    /// # }
+    /// let pool = Arc::new(BufferPool::builder().memory_limit(8192).build()?);
+    /// let held = pool.acquire_owned(8192);
+    /// let wait = pool.acquire_owned_async(4096);
+    /// fn spawnable<F: Future + Send + 'static>(f: F) -> F { f }
+    /// let mut wait = pin!(spawnable(wait));
+    ///
+    /// // Polled once at the limit, it joins the queue.
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(wait.as_mut().poll(&mut cx).is_pending());
+    /// std::thread::spawn(move || drop(held)).join().unwrap(); // frees 8 KiB
+    /// let buf = block_on(wait)?; // memory was granted to it
+    /// assert_eq!(buf.capacity(), 4096);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg_attr(feature = "track", track_caller)]
+    pub fn acquire_owned_async(
+        self: &Arc<Self>,
+        capacity: usize,
+    ) -> impl Future<Output = Result<OwnedPooledBuf, AcquireError>> + Send + 'static {
+        AcquireOwned::new(Arc::clone(self), capacity)
     }
 }

@@ -3,9 +3,11 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::time::{Duration, Instant};
 
 use recycler_core::buffer::BufferPoolStats;
 use recycler_core::{Recyclable, Recycler, RecyclerBuilder};
@@ -216,22 +218,60 @@ const CHILD: &str = "RECYCLER_TESTS_CHILD";
 /// that an abort fails this test instead of killing the whole binary.
 /// Asserts that the child ran the test and exited normally.
 pub(crate) fn in_child_process(name: &str, body: impl FnOnce()) {
+    in_child_process_within(name, Duration::from_secs(600), body);
+}
+
+/// [`in_child_process`], failing the test if the child has not exited
+/// within `limit` (then it is killed): for a test whose failure is a hang.
+pub(crate) fn in_child_process_within(name: &str, limit: Duration, body: impl FnOnce()) {
     if std::env::var_os(CHILD).is_some_and(|v| v == name) {
         body();
         return;
     }
     let exe = std::env::current_exe().expect("the test binary's path");
-    let out = Command::new(exe)
+    let mut child = Command::new(exe)
         .args([name, "--exact", "--test-threads=1", "--nocapture"])
         .env(CHILD, name)
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("the test binary runs again");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Read the pipes on threads of their own, so that a child that writes
+    // much never blocks on them.
+    let mut out_pipe = child.stdout.take().expect("piped");
+    let mut err_pipe = child.stderr.take().expect("piped");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out_pipe.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err_pipe.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let Some(status) = status else {
+        panic!(
+            "the child running `{name}` hung: killed after {limit:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
+    };
     assert!(
-        out.status.success(),
-        "the child running `{name}` failed: {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-        out.status
+        status.success(),
+        "the child running `{name}` failed: {status}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     );
     assert!(
         stdout.contains("1 passed"),

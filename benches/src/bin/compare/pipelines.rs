@@ -8,8 +8,8 @@
 
 use recycler_benches::{
     Boxed, Corpus, LockfreeLinear, LockfreeMutex, LockfreeSpinLock, Message, Msg, OPool,
-    ObjectPool, QueueFloor, ShardedSlab, Source, Thingbuf, recyclers, w2_producer_consumer,
-    w2m_pipeline,
+    ObjectPool, QueueFloor, RecyclerOwned, ShardedSlab, Source, Thingbuf, recyclers,
+    w2_producer_consumer, w2m_pipeline,
 };
 use recycler_core::Recycler;
 
@@ -39,6 +39,7 @@ fn contender<'a, S: Source<Object = Message>>(
 pub(crate) fn w2m(b: &mut Bench<'_>) -> Vec<Outcome> {
     let corpus = Corpus::new();
     let defaults = Recycler::<Message>::new();
+    let owned = RecyclerOwned::<Message>::new();
     let at_home = Recycler::<Message>::builder()
         .reset_on_return(false)
         .build()
@@ -53,6 +54,7 @@ pub(crate) fn w2m(b: &mut Bench<'_>) -> Vec<Outcome> {
     let c = &corpus;
     let mut contenders = vec![
         contender(OURS, &defaults, c),
+        contender("recycler_owned", &owned, c),
         contender("recycler_reset_at_home", &at_home, c),
         Contender::new("thingbuf", |n| chan.w2m(c, n).elapsed),
         contender("box", &BOX_MESSAGE, c),
@@ -102,6 +104,11 @@ pub(crate) fn w2m_summary(group: &[Outcome]) -> Vec<String> {
             Check::AtLeast(1.2),
             o.speedup("thingbuf"),
         ));
+        lines.push(targets::ratio(
+            &format!("recycler_owned >= recycler under {}", o.alloc),
+            Check::AtLeast(1.0),
+            o.speedup_of("recycler_owned", OURS),
+        ));
     }
     let at_home = |other: &str| {
         group
@@ -148,11 +155,13 @@ pub(crate) fn w2(b: &mut Bench<'_>) -> Vec<Outcome> {
     let peers = MsgPeers::default();
     let floor = QueueFloor::default();
     let chan = Thingbuf::default();
+    let owned = RecyclerOwned::<Msg>::new();
     let mut contenders: Vec<Contender<'_>> = recyclers
         .iter()
         .map(|(name, r)| w2_contender(name, r))
         .collect();
     contenders.extend([
+        w2_contender("recycler_owned", &owned),
         w2_contender("box", &BOX_MSG),
         w2_contender("sharded_slab", &peers.slab),
         w2_contender("object_pool", &peers.object_pool),
@@ -215,6 +224,13 @@ pub(crate) fn w2_summary(group: &[Outcome]) -> Vec<String> {
             )
         })
         .collect();
+    for o in group {
+        lines.push(targets::ratio(
+            &format!("recycler_owned >= recycler under {}", o.alloc),
+            Check::AtLeast(1.0),
+            o.speedup_of("recycler_owned", OURS_W2),
+        ));
+    }
     for o in group {
         let closest = closest_peer(o, &CROSS_THREAD_PEERS);
         lines.push(targets::ratio(

@@ -248,6 +248,11 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
                 Check::AtMost(1.3),
                 floor(&o, "floor_tls_vecdeque"),
             ));
+            o.notes.push(targets::ratio(
+                &format!("{held} held: recycler_owned's time <= 1.5x recycler's"),
+                Check::AtMost(1.5),
+                o.speedup("recycler_owned"),
+            ));
             if b.primary {
                 let striped = o.median("recycler_striped");
                 let closest = THREAD_SAFE_PEERS

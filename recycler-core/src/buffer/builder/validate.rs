@@ -1,6 +1,7 @@
 //! [`BufferPoolBuilder::validate`]: every setting checked in one place.
 
-use super::{BufferPoolBuilder, MAX_ALIGNMENT, MAX_BUCKETS, PoolConfig};
+use super::BufferPoolBuilder;
+use crate::buffer::config::{MAX_ALIGNMENT, MAX_BUCKETS, PoolConfig};
 use crate::buffer::raw::AlignedBuf;
 use crate::config::stripe_count;
 use crate::error::ConfigError;

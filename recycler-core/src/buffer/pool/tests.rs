@@ -1,4 +1,5 @@
 use super::*;
+use crate::buffer::BufferPoolBuilder;
 use static_assertions::assert_impl_all;
 
 assert_impl_all!(BufferPool: Send, Sync);
@@ -22,7 +23,7 @@ fn rounds_up_to_buckets() {
         assert_eq!((b.capacity(), b.len()), (cap, 0), "acquire({ask})");
     }
     let odd = pool(BufferPool::builder().bucket_step(1000).max_capacity(5000));
-    assert_eq!(odd.inner.step_shift, None);
+    assert_eq!(odd.shared.step_shift(), None);
     assert_eq!(odd.acquire(1001).capacity(), 2000);
     assert_eq!(odd.acquire(5000).capacity(), 5000);
     assert_eq!(odd.acquire(5001).capacity(), 5001);
@@ -31,7 +32,7 @@ fn rounds_up_to_buckets() {
 #[test]
 fn bucket_of_capacity_is_exact() {
     let p = BufferPool::new();
-    let inner = p.inner();
+    let inner = p.shared();
     assert_eq!(inner.bucket_of_capacity(4096), Some(0));
     assert_eq!(inner.bucket_of_capacity(65536), Some(15));
     assert_eq!(inner.bucket_of_capacity(65537), None);
@@ -53,7 +54,7 @@ fn fill(p: &BufferPool, caps: &[usize], n: usize) {
 fn eviction_walks_from_start_and_skips() {
     let p = pool(BufferPool::builder().max_capacity(4 * 4096));
     fill(&p, &[4096, 8192, 12288, 16384], 2);
-    let inner = p.inner();
+    let inner = p.shared();
     // Want 3 buffers' worth of bucket 1 (8 KiB each): start at 1, skip 2.
     let freed = inner.evict_walk(3 * 8192, Some(2), 1, usize::MAX);
     let s = p.stats();
@@ -196,7 +197,7 @@ fn pressure_frees_releases() {
     let mut wait = std::pin::pin!(p.acquire_async(8192));
     let mut cx = Context::from_waker(Waker::noop());
     assert!(wait.as_mut().poll(&mut cx).is_pending());
-    assert_eq!(p.inner().ledger.waiters.len(), 1);
+    assert_eq!(p.shared().ledger().waiters().len(), 1);
     drop(a);
     let s = p.stats();
     assert_eq!(s.allocated_memory, 4096, "freed, not cached: {s}");
@@ -206,8 +207,8 @@ fn pressure_frees_releases() {
     let Poll::Ready(Ok(got)) = wait.as_mut().poll(&mut cx) else {
         panic!("granted, so ready");
     };
-    assert_eq!(p.inner().ledger.waiters.len(), 0);
-    assert!(!p.inner().under_pressure());
+    assert_eq!(p.shared().ledger().waiters().len(), 0);
+    assert!(!p.shared().under_pressure());
     drop(got);
     let s = p.stats();
     assert_eq!(s.buckets[1].idle, 1, "cached again: {s}");
@@ -379,8 +380,8 @@ fn bucket_cap_holds_in_striped_mode() {
 
 /// The buckets whose recyclers have been made.
 fn made(p: &BufferPool) -> Vec<usize> {
-    (0..p.inner.buckets.len())
-        .filter(|&i| p.inner.buckets[i].made().is_some())
+    (0..p.shared.buckets().len())
+        .filter(|&i| p.shared.buckets()[i].made().is_some())
         .collect()
 }
 

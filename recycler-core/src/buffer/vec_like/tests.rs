@@ -1,4 +1,5 @@
 use super::*;
+use crate::buffer::BufferPool;
 use static_assertions::{assert_impl_all, const_assert};
 use std::io::Write;
 use std::mem::size_of;
@@ -78,14 +79,14 @@ fn push_past_the_limit_is_an_overdraft_never_pooled() {
     b.push(1);
     assert_eq!(b.capacity(), 8192);
     assert_eq!(
-        pool.inner().ledger.allocated(),
+        pool.shared().ledger().allocated(),
         4096,
         "the growth is outside"
     );
-    assert_eq!(pool.inner().ledger.overdrawn(), 4096);
+    assert_eq!(pool.shared().ledger().overdrawn(), 4096);
     drop(b);
-    assert_eq!(pool.inner().ledger.allocated(), 0, "freed, not pooled");
-    assert_eq!(pool.inner().ledger.overdrawn(), 0);
+    assert_eq!(pool.shared().ledger().allocated(), 0, "freed, not pooled");
+    assert_eq!(pool.shared().ledger().overdrawn(), 0);
 }
 
 #[test]

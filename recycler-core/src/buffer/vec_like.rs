@@ -2,7 +2,20 @@
 //! `Extend`, `io::Write`, comparisons, `Debug`) of both guards, written once
 //! by `buf_api!` and `buf_eq!`.
 
-use super::*;
+use std::borrow::{Borrow, BorrowMut, Cow};
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::io;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::{Deref, DerefMut};
+
+use super::grow::{reserve, try_reserve};
+use super::guard::PooledBuf;
+use super::owned::OwnedPooledBuf;
+use super::pool::PoolRef;
+use super::wait::WaitToGrow;
+use crate::error::AcquireError;
 use crate::guard_docs::guard_docs;
 
 /// The Vec-like API and the trait impls, for both guards. `$ty` is the
@@ -223,7 +236,7 @@ macro_rules! buf_api {
                 item:
                 #[inline]
                 pub fn push(&mut self, byte: u8) {
-                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, 1);
+                    reserve(self.pool.pool_shared(), &mut self.buf, &mut self.origin, 1);
                     self.buf.fill_within_capacity(byte, 1);
                 }
             }
@@ -252,7 +265,7 @@ macro_rules! buf_api {
                 item:
                 #[inline]
                 pub fn extend_from_slice(&mut self, bytes: &[u8]) {
-                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, bytes.len());
+                    reserve(self.pool.pool_shared(), &mut self.buf, &mut self.origin, bytes.len());
                     self.buf.append_within_capacity(bytes);
                 }
             }
@@ -288,7 +301,7 @@ macro_rules! buf_api {
                         self.buf.truncate(new_len);
                     } else {
                         reserve(
-                            self.pool.pool_inner(),
+                            self.pool.pool_shared(),
                             &mut self.buf,
                             &mut self.origin,
                             new_len - len,
@@ -321,7 +334,7 @@ macro_rules! buf_api {
                 item:
                 #[inline]
                 pub fn reserve(&mut self, additional: usize) {
-                    reserve(self.pool.pool_inner(), &mut self.buf, &mut self.origin, additional);
+                    reserve(self.pool.pool_shared(), &mut self.buf, &mut self.origin, additional);
                 }
             }
 
@@ -358,7 +371,7 @@ macro_rules! buf_api {
                 item:
                 pub fn try_reserve(&mut self, additional: usize) -> Result<(), AcquireError> {
                     try_reserve(
-                        self.pool.pool_inner(),
+                        self.pool.pool_shared(),
                         &mut self.buf,
                         &mut self.origin,
                         additional,
@@ -393,7 +406,7 @@ macro_rules! buf_api {
                 /// # Cancel safety
                 ///
                 /// Dropped before it completes, the future leaves the queue,
-                /// the buffer unchanged; memory reserved for it goes to the
+                /// the buffer unchanged; memory granted to it goes to the
                 /// next waiter. Safe in `tokio::time::timeout` and `select!`.
                 ///
                 /// The buffer stays held while it waits: if the limit is full
@@ -435,8 +448,8 @@ macro_rules! buf_api {
                     &mut self,
                     additional: usize,
                 ) -> impl std::future::Future<Output = Result<(), AcquireError>> + Send + '_ {
-                    let pool = self.pool.pool_inner();
-                    crate::buffer::reserve::Reserve::new(
+                    let pool = self.pool.pool_shared();
+                    WaitToGrow::new(
                         pool,
                         &mut self.buf,
                         &mut self.origin,
@@ -568,8 +581,8 @@ macro_rules! buf_api {
                     // through `this` again (an `Arc` is moved out, not cloned).
                     let pool = unsafe { std::ptr::read(&this.pool) };
                     #[cfg(feature = "track")]
-                    pool.pool_inner().untrack(&buf);
-                    pool.pool_inner().discard(buf, this.home, this.origin);
+                    pool.pool_shared().untrack(&buf);
+                    pool.pool_shared().discard(buf, this.home, this.origin);
                 }
             }
         }
@@ -582,9 +595,9 @@ macro_rules! buf_api {
                 let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
                 let buf = buf.into_buf();
                 #[cfg(feature = "track")]
-                self.pool.pool_inner().untrack(&buf);
+                self.pool.pool_shared().untrack(&buf);
                 self.pool
-                    .pool_inner()
+                    .pool_shared()
                     .release_parts(buf, self.home, self.origin);
             }
         }
@@ -854,8 +867,8 @@ macro_rules! buf_api {
             /// built with `hard_limit(true)` and the limit has no room.
             #[inline]
             fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-                let pool = self.pool.pool_inner();
-                let overdraft = !pool.config.hard_limit;
+                let pool = self.pool.pool_shared();
+                let overdraft = !pool.config().hard_limit;
                 try_reserve(
                     pool,
                     &mut self.buf,
@@ -936,3 +949,6 @@ buf_eq! {
     [] PooledBuf<'_>, OwnedPooledBuf;
     [] OwnedPooledBuf, PooledBuf<'_>;
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;

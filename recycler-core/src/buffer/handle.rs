@@ -4,7 +4,7 @@
 use std::fmt;
 use std::ops::Deref;
 
-use super::BufferPool;
+use super::pool::BufferPool;
 use crate::loom::Arc;
 
 /// A cloneable handle to a [`BufferPool`] that gives owned (`'static`)
@@ -70,9 +70,7 @@ impl BufferPool {
     /// ```
     pub fn handle(&self) -> BufferPoolHandle {
         BufferPoolHandle {
-            pool: Arc::new(Self {
-                inner: Arc::clone(&self.inner),
-            }),
+            pool: Arc::new(self.sharing()),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `PoolInner`: the state every thread of one buffer pool shares: its
+//! `PoolShared`: the state every thread of one buffer pool shares: its
 //! buckets (each a [`Recycler`] of buffers), the idle-memory account, the
 //! memory ledger and the threads' indexes; how it is made and how its
 //! statistics are read.
@@ -11,95 +11,80 @@
 //! Readers (statistics, `trim`, eviction) skip the buckets not made yet,
 //! which hold nothing.
 //!
-//! The paths live in files of their own, each an `impl PoolInner` block:
-//! bucket selection and growth ([`super::buckets`]), the per-thread index
-//! ([`super::index`]), the owner paths ([`super::owner`]), the slow paths
-//! ([`super::slow`]), eviction ([`super::evict`]) and the limit
-//! ([`super::limit`]).
+//! Its parts live below it: the settings ([`super::config`]), the buckets
+//! ([`super::bucket`]), the ledger and its queue of waiters
+//! ([`super::ledger`]), the per-thread index ([`super::index`]). The paths
+//! live above it, in files of their own, each an `impl PoolShared` block:
+//! bucket selection ([`super::sizes`]), the owner paths ([`super::owner`]),
+//! eviction ([`super::evict`]), the limit ([`super::limit`]), growth
+//! ([`super::grow`]), prefill ([`super::prefill`]), the slow paths
+//! ([`super::slow`]) and the waits ([`super::wait`]).
 
-use std::sync::OnceLock;
-
+use super::bucket::{Bucket, WaitCounts};
 use super::buf::Buf;
-use super::builder::PoolConfig;
-use super::index::PoolLocal;
-use super::limit::Ledger;
+use super::config::PoolConfig;
+use super::index::PoolIndex;
+use super::ledger::Ledger;
 use super::stats::{BucketStats, BufferPoolStats};
-use super::wait_counts::WaitCounts;
 use crate::cache::Local;
-use crate::claim::ClaimList;
 use crate::config::Config;
 use crate::idle::{Evict, IdleAccount};
 use crate::loom::{Arc, Ordering::Relaxed, StatCounter, Weak};
 use crate::recycler::Recycler;
-use crate::registry::{self, ExitFlush};
+use crate::registry::{ExitFlush, Token};
 use crate::shared::Shared;
+use crate::stats::Counters;
 
 /// The shared state of a pool.
-pub(crate) struct PoolInner {
-    /// Unique for the life of the process; keys the threads' pool indexes.
-    pub(crate) id: u64,
-    pub(crate) config: PoolConfig,
+pub(crate) struct PoolShared {
+    config: PoolConfig,
     /// `log2(bucket_step)` when it is a power of two and there is no
     /// `min_capacity`: a shift, and nothing else, on the acquire path (see
     /// `bucket_index`).
-    pub(crate) step_shift: Option<u32>,
-    pub(crate) buckets: Box<[Bucket]>,
+    step_shift: Option<u32>,
+    buckets: Box<[Bucket]>,
     /// The configuration of every bucket's recycler, kept to make them
     /// when first used.
     bucket_config: Config,
-    pub(crate) ledger: Arc<Ledger>,
-    pub(crate) idle: Option<Arc<IdleAccount>>,
+    ledger: Arc<Ledger<Box<Buf>>>,
+    idle: Option<Arc<IdleAccount>>,
     /// The account the owner paths count idle buffers in, `None` without a
     /// cap: `max_idle_memory`'s (`idle`), or, under `max_idle_per_bucket`,
     /// the first bucket's, standing for each bucket's own
-    /// ([`PoolInner::account_of`]). So the owner paths of a pool without a
+    /// ([`PoolShared::account_of`]). So the owner paths of a pool without a
     /// cap make one load and one test, as they did before the bucket cap.
-    pub(crate) counted: Option<Arc<IdleAccount>>,
+    counted: Option<Arc<IdleAccount>>,
     /// Under `max_idle_per_bucket`, each bucket's own account, by bucket
     /// (empty otherwise): a cap of `n × capacity` bytes, every idle buffer
     /// of a bucket weighing its capacity, the account the bucket's recycler
     /// counts in. It is counted in the delta cell of the thread's cache of
     /// the bucket (`max_idle_memory` alone counts in the thread's one cell
-    /// in its index, [`PoolLocal`]); under `max_idle_memory` too, that
-    /// cell's delta counts in the pool's account as well (its parent).
-    pub(crate) bucket_idle: Box<[Arc<IdleAccount>]>,
+    /// in its index, [`PoolLocal`](super::index::PoolLocal)); under
+    /// `max_idle_memory` too, that cell's delta counts in the pool's account
+    /// as well (its parent).
+    bucket_idle: Box<[Arc<IdleAccount>]>,
     /// Each thread's index of its caches.
-    pub(crate) locals: ClaimList<PoolLocal>,
-    /// This pool, as the target of thread-exit hooks.
-    pub(crate) exit_hook: Weak<dyn ExitFlush>,
-    pub(crate) oversize_acquires: StatCounter,
-    pub(crate) oversize_releases: StatCounter,
+    index: PoolIndex,
+    oversize_acquires: StatCounter,
+    oversize_releases: StatCounter,
     /// Waits for oversize buffers (and growths past `max_capacity`).
-    pub(crate) oversize_waits: WaitCounts,
+    oversize_waits: WaitCounts,
     /// The home of buffers above `max_capacity`: a placeholder, never owned,
     /// that their release never looks at (their origin sends them to be
     /// freed).
-    pub(crate) oversize_home: Local<Buf>,
+    oversize_home: Local<Buf>,
     /// What a scope bumps its slices from: the capacity of its buffers (a
     /// bucket's, at most 64 KiB), the alignment of every buffer, and the
     /// bucket step; worked out once, since a scope is often made per
     /// request.
-    pub(crate) scope_chunk: (usize, usize, usize),
+    scope_chunk: (usize, usize, usize),
     /// Where the buffers in use were taken (feature `track`).
     #[cfg(feature = "track")]
-    pub(crate) tracker: crate::track::Tracker,
+    tracker: crate::track::Tracker,
 }
 
-/// One bucket: a recycler of buffers of one capacity, made when first used
-/// ([`PoolInner::bucket`]).
-pub(crate) struct Bucket {
-    pub(crate) capacity: usize,
-    /// Made by [`PoolInner::bucket`]; never unset once made.
-    recycler: OnceLock<Recycler<Buf>>,
-    /// Buffers of this bucket freed because they grew past `max_capacity`.
-    pub(crate) outgrown: StatCounter,
-    /// Waits at the memory limit for buffers of this bucket (or growths to
-    /// its capacity).
-    pub(crate) waits: WaitCounts,
-}
-
-impl PoolInner {
-    pub(crate) fn new(config: PoolConfig, this: &Weak<PoolInner>) -> Self {
+impl PoolShared {
+    pub(crate) fn new(config: PoolConfig, this: &Weak<PoolShared>) -> Self {
         let n_buckets = config.buckets();
         let idle = config.max_idle_memory.map(|cap| {
             let evictor: Weak<dyn Evict> = this.clone();
@@ -144,17 +129,11 @@ impl PoolInner {
             None => Box::new([]),
         };
         let buckets = (0..n_buckets)
-            .map(|i| Bucket {
-                capacity: (i + 1) * config.bucket_step,
-                recycler: OnceLock::new(),
-                outgrown: StatCounter::new(0),
-                waits: WaitCounts::default(),
-            })
+            .map(|i| Bucket::new((i + 1) * config.bucket_step))
             .collect();
         let counted = idle.clone().or_else(|| bucket_idle.first().cloned());
         let step = config.bucket_step;
         Self {
-            id: registry::new_key(),
             config,
             step_shift: (step.is_power_of_two() && config.min_capacity == 0)
                 .then(|| step.trailing_zeros()),
@@ -164,8 +143,7 @@ impl PoolInner {
             counted,
             bucket_idle,
             idle,
-            locals: ClaimList::new(),
-            exit_hook: this.clone(),
+            index: PoolIndex::new(n_buckets, this.clone()),
             oversize_acquires: StatCounter::new(0),
             oversize_releases: StatCounter::new(0),
             oversize_waits: WaitCounts::default(),
@@ -181,6 +159,73 @@ impl PoolInner {
             #[cfg(feature = "track")]
             tracker: crate::track::Tracker::default(),
         }
+    }
+
+    /// The pool's settings.
+    #[inline(always)]
+    pub(crate) fn config(&self) -> &PoolConfig {
+        &self.config
+    }
+
+    /// `log2(bucket_step)`, for the acquire path's shift, if it may take
+    /// one (see the field).
+    #[inline(always)]
+    pub(crate) fn step_shift(&self) -> Option<u32> {
+        self.step_shift
+    }
+
+    /// The buckets, smallest first.
+    #[inline(always)]
+    pub(crate) fn buckets(&self) -> &[Bucket] {
+        &self.buckets
+    }
+
+    /// The ledger of every byte the pool has allocated, and its waiters.
+    #[inline(always)]
+    pub(crate) fn ledger(&self) -> &Arc<Ledger<Box<Buf>>> {
+        &self.ledger
+    }
+
+    /// The account the owner paths count idle buffers in, if any (see the
+    /// field).
+    #[inline(always)]
+    pub(crate) fn counted(&self) -> Option<&IdleAccount> {
+        self.counted.as_deref()
+    }
+
+    /// Each thread's index of its caches.
+    #[inline(always)]
+    pub(crate) fn index(&self) -> &PoolIndex {
+        &self.index
+    }
+
+    /// The home of buffers above `max_capacity` (see the field).
+    pub(crate) fn oversize_home(&self) -> &Local<Buf> {
+        &self.oversize_home
+    }
+
+    /// Counts an acquire of a buffer no bucket serves.
+    pub(crate) fn count_oversize_acquire(&self) {
+        Counters::add_shared(&self.oversize_acquires, 1);
+    }
+
+    /// Counts a release of a buffer no bucket serves.
+    pub(crate) fn count_oversize_release(&self) {
+        Counters::add_shared(&self.oversize_releases, 1);
+    }
+
+    /// The waiting counts of entry `entry` of the statistics: its bucket, or
+    /// the oversize one past the last.
+    pub(crate) fn wait_counts(&self, entry: usize) -> &WaitCounts {
+        self.buckets
+            .get(entry)
+            .map_or(&self.oversize_waits, Bucket::waits)
+    }
+
+    /// What a scope bumps its slices from (see the field).
+    #[inline]
+    pub(crate) fn scope_chunk(&self) -> (usize, usize, usize) {
+        self.scope_chunk
     }
 
     /// Whether each bucket counts in an account of its own
@@ -223,8 +268,7 @@ impl PoolInner {
     /// If `idx` is not a bucket.
     pub(crate) fn bucket(&self, idx: usize) -> &Shared<Buf> {
         self.buckets[idx]
-            .recycler
-            .get_or_init(|| {
+            .made_or(|| {
                 // The bucket's own account if it has one (which counts in
                 // the pool's too, if there is one), else the pool's.
                 let shared = match (self.bucket_idle.get(idx), &self.idle) {
@@ -249,6 +293,13 @@ impl PoolInner {
         self.tracker.returned(std::ptr::from_ref(buf).addr());
     }
 
+    /// The buffers in use, by the call site that took them (feature
+    /// `track`).
+    #[cfg(feature = "track")]
+    pub(crate) fn leaks(&self) -> crate::track::Leaks {
+        self.tracker.leaks()
+    }
+
     /// The idle bytes the account has counted: published, plus every
     /// thread's delta (kept in its index, and in bucket caches the pool has
     /// not indexed).
@@ -266,10 +317,7 @@ impl PoolInner {
                 .map(|(b, acct)| acct.total(b.made().map_or(0, |r| r.inner().idle_deltas())))
                 .sum();
         };
-        let indexes = self
-            .locals
-            .iter()
-            .fold(0i64, |sum, pl| sum.wrapping_add(pl.delta.get()));
+        let indexes = self.index.deltas();
         let caches = self
             .buckets
             .iter()
@@ -286,16 +334,16 @@ impl PoolInner {
             .iter()
             .map(|bucket| {
                 let t = bucket.made().map(|r| r.inner().tally()).unwrap_or_default();
-                let outgrown = bucket.outgrown.load(Relaxed);
+                let outgrown = bucket.outgrown();
                 let idle = if counted { t.idle() } else { 0 };
-                idle_memory += idle * bucket.capacity as u64;
-                let (waiting, waits, timeouts, cancelled) = bucket.waits.read();
+                idle_memory += idle * bucket.capacity() as u64;
+                let (waiting, waits, timeouts, cancelled) = bucket.waits().read();
                 BucketStats {
                     waiting,
                     waits,
                     timeouts,
                     cancelled,
-                    capacity: bucket.capacity,
+                    capacity: bucket.capacity(),
                     acquires: if counted { t.gets() } else { 0 },
                     pooled: if counted { t.hits } else { 0 },
                     // Prefilled buffers are made, but not by an acquire.
@@ -338,24 +386,32 @@ impl PoolInner {
             max_idle_per_bucket: self.config.max_idle_per_bucket.map(|n| n as u64),
             memory_limit: self.config.memory_limit.map(|n| n as u64),
             statistics: counted,
-            overdrafts: self.ledger.overdrafts.load(Relaxed),
+            overdrafts: self.ledger.overdrafts(),
             overdraft_memory: self.ledger.overdrawn(),
-            limit_violations: self.ledger.violations.load(Relaxed),
+            limit_violations: self.ledger.violations(),
         }
     }
 }
 
-impl Bucket {
-    /// The bucket's recycler, if it has been made (by
-    /// [`PoolInner::bucket`]); a bucket not made holds no buffer and has
-    /// counted nothing.
-    pub(crate) fn made(&self) -> Option<&Recycler<Buf>> {
-        self.recycler.get()
+impl ExitFlush for PoolShared {
+    /// Forgets the exiting thread's index in this pool
+    /// ([`PoolIndex::forget_on_exit`]).
+    unsafe fn forget_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: the registry passes the pointer the index's `bind`
+        // registered with this hook (the trait's contract).
+        unsafe { self.index.forget_on_exit(local, token) };
+    }
+
+    /// Publishes the exiting thread's idle-memory delta and gives its index
+    /// up ([`PoolIndex::flush_on_exit`]).
+    unsafe fn flush_on_exit(&self, local: *const (), token: Token) {
+        // SAFETY: as in `forget_on_exit`.
+        unsafe { self.index.flush_on_exit(local, token, self.idle.as_deref()) };
     }
 }
 
 /// The factory of the buckets' recyclers, which the pool never calls: it
-/// allocates buffers itself, under its ledger, and hands them to the
+/// allocates buffers itself, under its ledger, and gives them to the
 /// recycler with `made`.
 fn never_called() -> Buf {
     unreachable!("a buffer pool allocates its buffers itself")

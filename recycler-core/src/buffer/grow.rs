@@ -1,0 +1,172 @@
+//! How a buffer grows: to twice its capacity, or what is needed if that is
+//! more, rounded up to a bucket ([`PoolShared::grow`]), charged to the
+//! ledger, and past the limit as an overdraft or not ([`super::limit`]);
+//! and the growth of a lent buffer that the guards' Vec-like API and
+//! `reserve_async` call ([`try_reserve`], [`reserve`]).
+
+use super::buf::Buf;
+use super::loan::Loan;
+use super::raw::AlignedBuf;
+use super::shared::PoolShared;
+use super::sizes::GROWN;
+use crate::error::AcquireError;
+
+impl PoolShared {
+    /// Grows `buf` to hold at least `needed` bytes: to twice its capacity or
+    /// `needed` if more, rounded up to a bucket (not past `max_capacity`
+    /// unless `needed` is), charging the ledger; past the limit, as an
+    /// overdraft if `overdraft` (see [`super::limit`]).
+    pub(crate) fn grow(
+        &self,
+        buf: &mut Buf,
+        needed: usize,
+        overdraft: bool,
+    ) -> Result<(), AcquireError> {
+        let target = self.growth_target(buf, needed)?;
+        if target <= buf.capacity() {
+            return Ok(());
+        }
+        self.grow_exact(buf, target, overdraft)
+            .map_err(|err| err.requested_as(needed))
+    }
+
+    /// The capacity a growth of `buf` to hold `needed` bytes allocates (see
+    /// [`grow`](Self::grow)); its capacity if it holds them already.
+    pub(crate) fn growth_target(&self, buf: &Buf, needed: usize) -> Result<usize, AcquireError> {
+        let cap = buf.capacity();
+        if needed <= cap {
+            return Ok(cap);
+        }
+        let step = self.config().bucket_step;
+        let max = self.config().max_capacity;
+        let doubled = cap.saturating_mul(2).max(needed);
+        let target = if needed <= max {
+            doubled.min(max).div_ceil(step) * step
+        } else {
+            doubled
+        };
+        let align = buf.alignment();
+        if target > AlignedBuf::max_capacity(align) {
+            if needed > AlignedBuf::max_capacity(align) {
+                return Err(AcquireError::TooLarge {
+                    requested: needed,
+                    max: AlignedBuf::max_capacity(align),
+                });
+            }
+            return Ok(needed);
+        }
+        Ok(target)
+    }
+
+    /// Grows `buf` to `target` bytes, charged to the ledger; past the
+    /// limit, as an overdraft if `overdraft`.
+    fn grow_exact(
+        &self,
+        buf: &mut Buf,
+        target: usize,
+        overdraft: bool,
+    ) -> Result<(), AcquireError> {
+        let extra = target - buf.capacity();
+        match self.charge_with_reclaim(extra) {
+            Ok(()) => self.grow_charged(buf, target),
+            Err(AcquireError::LimitExceeded { .. }) if overdraft => {
+                self.grow_overdraft(buf, target)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Grows `buf` to `target` bytes, whose growth the caller charged to
+    /// the ledger; frees the charge if the allocator fails.
+    pub(crate) fn grow_charged(&self, buf: &mut Buf, target: usize) -> Result<(), AcquireError> {
+        let extra = target - buf.capacity();
+        match buf.raw_mut().try_grow(target) {
+            Ok(()) => {
+                buf.charge(extra);
+                Ok(())
+            }
+            Err(err) => {
+                self.ledger().free(extra as u64);
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Makes room for `additional` more bytes, or says why not; past the memory
+/// limit as an overdraft if `overdraft` (see [`super::limit`]), else
+/// the limit's error. `origin` is the guard's, marked [`GROWN`] if the
+/// buffer grows.
+#[inline]
+pub(crate) fn try_reserve(
+    pool: &PoolShared,
+    loan: &mut Loan,
+    origin: &mut u32,
+    additional: usize,
+    overdraft: bool,
+) -> Result<(), AcquireError> {
+    if loan.capacity() - loan.len() >= additional {
+        return Ok(());
+    }
+    let len = loan.len();
+    let grown = grow_lent(pool, loan.buf_mut(), len, *origin, additional, overdraft);
+    loan.refresh();
+    *origin = grown?;
+    Ok(())
+}
+
+/// Grows `buf`, whose length is `len` (the loan's), to hold `additional`
+/// more bytes; returns the guard's `origin`, marked [`GROWN`]. Out of line,
+/// and given the buffer and values rather than the guard's fields by
+/// address, so that the guard's fields stay in registers on the paths that
+/// do not grow.
+#[cold]
+#[inline(never)]
+fn grow_lent(
+    pool: &PoolShared,
+    buf: &mut Buf,
+    len: usize,
+    origin: u32,
+    additional: usize,
+    overdraft: bool,
+) -> Result<u32, AcquireError> {
+    // `len + additional` overflowing is one more size no buffer can have:
+    // the same error, with `requested` saturated.
+    let needed = len.checked_add(additional).ok_or(AcquireError::TooLarge {
+        requested: usize::MAX,
+        max: AlignedBuf::max_capacity(buf.alignment()),
+    })?;
+    // SAFETY: `len` is the loan's length: within the capacity, initialized.
+    unsafe { buf.set_len(len) };
+    pool.grow(buf, needed, overdraft)?;
+    // The release sees at once that the buffer left its bucket's capacity.
+    Ok(origin | GROWN)
+}
+
+/// Makes room for `additional` more bytes: past the memory limit as an
+/// overdraft; panics, as `Vec` does, only for a size no buffer can have or
+/// when the allocator fails.
+#[inline]
+pub(crate) fn reserve(pool: &PoolShared, loan: &mut Loan, origin: &mut u32, additional: usize) {
+    if loan.capacity() - loan.len() < additional {
+        let len = loan.len();
+        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional);
+        loan.refresh();
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn grow_or_panic(
+    pool: &PoolShared,
+    buf: &mut Buf,
+    len: usize,
+    origin: u32,
+    additional: usize,
+) -> u32 {
+    match grow_lent(pool, buf, len, origin, additional, true) {
+        Ok(origin) => origin,
+        Err(err) => panic!("pooled buffer cannot grow: {err}"),
+    }
+}
