@@ -343,8 +343,8 @@ pub use crate::track::{LeakSite, Leaks};
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use recycler_derive::Recyclable;
 
-/// Not part of the API: the per-CPU cache on restartable sequences, for the
-/// workspace's tests and benchmarks until striped mode uses it.
+/// Not part of the API: the per-CPU cache on restartable sequences that
+/// striped mode is built on, for the workspace's tests and benchmarks.
 #[doc(hidden)]
 pub use crate::percpu::PerCpu as __PerCpu;
 
@@ -353,6 +353,13 @@ pub use crate::percpu::PerCpu as __PerCpu;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use crate::rseq::set_cpu as __loom_set_cpu;
+
+/// Loom builds only: makes the calling thread's next recyclers and per-CPU
+/// caches run without restartable sequences (`true`), as
+/// `RECYCLER_NO_RSEQ=1` does for a process (see `tests/tests/loom_striped.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use crate::rseq::set_off as __loom_no_rseq;
 
 /// Loom builds only: runs the calling thread's exit hooks now (see
 /// `tests/tests/loom.rs`).

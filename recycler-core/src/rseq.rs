@@ -38,9 +38,9 @@
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
 pub(crate) use self::linux::{Sections, current_cpu, sections};
 #[cfg(loom)]
-pub use self::model::set_cpu;
-#[cfg(loom)]
 pub(crate) use self::model::{Sections, current_cpu, sections};
+#[cfg(loom)]
+pub use self::model::{set_cpu, set_off};
 #[cfg(not(any(loom, all(target_os = "linux", target_arch = "x86_64"))))]
 pub(crate) use self::unsupported::{Sections, current_cpu, sections};
 
@@ -206,6 +206,14 @@ mod model {
 
     crate::loom::const_thread_local! {
         static CPU: Cell<usize> = Cell::new(0);
+        static OFF: Cell<bool> = Cell::new(false);
+    }
+
+    /// Makes the calling (loom) thread's next per-CPU caches run without
+    /// sections (`off`), as `RECYCLER_NO_RSEQ=1` makes a process's: for
+    /// the models of striped mode's locked stripes. Loom builds only.
+    pub fn set_off(off: bool) {
+        OFF.with(|o| o.set(off));
     }
 
     /// Moves the calling (loom) thread to the modelled `cpu` (CPU 0 until
@@ -227,8 +235,12 @@ mod model {
         occupants: Box<[Mutex<Option<ThreadId>>]>,
     }
 
-    /// A model for `slots` CPUs: always available under loom.
+    /// A model for `slots` CPUs: available under loom unless the calling
+    /// thread turned it off ([`set_off`]).
     pub(crate) fn sections(slots: usize) -> Option<Sections> {
+        if OFF.with(Cell::get) {
+            return None;
+        }
         Some(Sections {
             occupants: (0..slots).map(|_| Mutex::new(None)).collect(),
         })

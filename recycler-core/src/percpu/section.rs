@@ -10,10 +10,13 @@
 //! 2. reads that slot's `shut` word; non-zero leaves for the locked path
 //!    there (a stealer, or a thread that found it shut, works on the stack
 //!    under its lock);
-//! 3. reads the length; an empty stack (pop) or a full one (push) leaves;
+//! 3. reads the slot's word and takes the length from it; an empty stack
+//!    (pop) or a full one (push) leaves;
 //! 4. pop: reads the top item; push: writes the item above the top (a slot
 //!    no one reads until a commit says it holds an item);
-//! 5. commits: one store of the new length.
+//! 5. commits: one store of the new word: the length one less (pop), or the
+//!    length and the push count one more each (push; a count that would
+//!    carry out of the word leaves for the locked path instead).
 //!
 //! On x86-64 Linux this is `asm!`: the kernel restarts a section preempted,
 //! migrated, signalled or fenced before its commit at its abort handler,
@@ -30,14 +33,12 @@ use super::slots::Slots;
 
 /// How a section ended, in one word that is zero exactly when it committed
 /// without a restart (the fast path tests that alone): the low three bits
-/// say how it ended ([`DONE`], [`REFUSED`], [`SHUT`], [`SLOW`]), bit 3
-/// ([`RESTARTED`]) that it was aborted at least once, and the bits from 8
-/// up the slot it found shut.
+/// say how it ended ([`DONE`], [`REFUSED`], [`SHUT`], [`SLOW`]), the bits
+/// from 4 up how many times it was aborted (in units of [`ABORTED`]). One
+/// register in the assembly, which keeps the sections' register count low.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Status {
     bits: u32,
-    /// Aborts in a row, counted by the abort handler.
-    aborts: usize,
 }
 
 /// The section committed.
@@ -46,12 +47,21 @@ const DONE: u32 = 0;
 const REFUSED: u32 = 1;
 /// The slot was shut.
 const SHUT: u32 = 2;
-/// The CPU has no slot, or [`MAX_ABORTS`] aborts in a row.
+/// The CPU has no slot, [`MAX_ABORTS`] aborts in a row, or (a push) the
+/// push count about to carry out of the word.
 const SLOW: u32 = 3;
-/// The section was aborted at least once.
-const RESTARTED: u32 = 8;
+/// Not a section's: the cache runs on the fallback, without sections.
+const FALLBACK: u32 = 4;
+/// One abort, as the abort handler counts it.
+const ABORTED: u32 = 16;
+
+#[cfg(any(loom, all(target_os = "linux", target_arch = "x86_64")))]
+static_assertions::const_assert!(MAX_ABORTS < 1 << 24);
 
 impl Status {
+    /// What the fallback's operations report: no section ran.
+    pub(super) const FALLBACK: Self = Self { bits: FALLBACK };
+
     /// Committed, at the first attempt.
     #[inline(always)]
     pub(super) fn is_clean(self) -> bool {
@@ -60,8 +70,7 @@ impl Status {
 
     /// Aborts before the section ended.
     pub(super) fn aborts(self) -> usize {
-        debug_assert_eq!(self.bits & RESTARTED != 0, self.aborts > 0, "{self:?}");
-        self.aborts
+        (self.bits / ABORTED) as usize
     }
 
     /// The status of a section that ended with `outcome` after `aborts`
@@ -71,22 +80,22 @@ impl Status {
         let code = match outcome {
             Outcome::Done => DONE,
             Outcome::Refused => REFUSED,
-            Outcome::Shut(cpu) => SHUT | (cpu as u32) << 8,
+            Outcome::Shut => SHUT,
             Outcome::Slow => SLOW,
+            Outcome::Fallback => FALLBACK,
         };
-        let restarted = if aborts > 0 { RESTARTED } else { 0 };
         Self {
-            bits: code | restarted,
-            aborts,
+            bits: code | aborts as u32 * ABORTED,
         }
     }
 
     /// How the section ended.
     pub(super) fn outcome(self) -> Outcome {
-        match self.bits & 7 {
+        match self.bits % ABORTED {
             DONE => Outcome::Done,
             REFUSED => Outcome::Refused,
-            SHUT => Outcome::Shut((self.bits >> 8) as usize),
+            SHUT => Outcome::Shut,
+            FALLBACK => Outcome::Fallback,
             code => {
                 debug_assert_eq!(code, SLOW, "{self:?}");
                 Outcome::Slow
@@ -103,11 +112,15 @@ pub(super) enum Outcome {
     /// Nothing to pop, or no room to push: the stack of the CPU the thread
     /// ran on was empty, or full.
     Refused,
-    /// That stack (this slot) is shut: take the locked path there.
-    Shut(usize),
-    /// The thread's CPU has no slot, or the section was restarted
-    /// [`MAX_ABORTS`] times in a row: take the locked path.
+    /// That stack is shut: take the locked path (on the slot of the CPU the
+    /// thread runs on then, most likely the same).
+    Shut,
+    /// The thread's CPU has no slot, the section was restarted
+    /// [`MAX_ABORTS`] times in a row, or a push count was about to carry:
+    /// take the locked path.
     Slow,
+    /// No section ran: the cache is on the fallback (a lock per stack).
+    Fallback,
 }
 
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
@@ -117,9 +130,9 @@ pub(super) use self::x86_64::{pop, push};
 mod x86_64 {
     use std::arch::asm;
 
-    use super::{MAX_ABORTS, REFUSED, RESTARTED, SHUT, SLOW, Sections, Slots, Status};
+    use super::{ABORTED, MAX_ABORTS, REFUSED, SHUT, SLOW, Sections, Slots, Status};
     use crate::percpu::slots::{
-        BASE_AT, CAPACITY_AT, COUNT_AT, ITEMS, LEN, SHUT as SHUT_AT, STRIDE_AT,
+        BASE_AT, CAPACITY_AT, COUNT_AT, ITEMS, LEN_MASK, PUSHED, SHUT as SHUT_AT, STRIDE_AT, WORD,
     };
 
     /// Pops the top item of the calling thread's CPU's stack. Returns how
@@ -136,24 +149,28 @@ mod x86_64 {
     pub(in crate::percpu) unsafe fn pop(sections: &Sections, slots: &Slots) -> (Status, *mut ()) {
         let bits: u32;
         let item: *mut ();
-        let mut aborts: usize = 0;
-        // SAFETY: registers: the operands below only, and the flags. Memory:
+        // SAFETY: registers: the seven operands below (`area` and `slots`
+        // inputs, never written; `bits`, `item`, `n`, `t` and `w` written)
+        // and the flags; the stack is not touched (`nostack`). Memory:
         // reads the `Slots` header (`count`, `stride`, `base`) that `slots`
-        // points to; reads `cpu_id` (fs:[area + 4]) and writes `rseq_cs` (fs:[area + 8])
-        // of the calling thread's `rseq` area, which the C library
-        // registered at `area` from its thread pointer (the caller's
-        // guarantee); reads the `shut` and length words and one item of the
-        // slot `cpu_id` names, after checking `cpu_id < count` and that
-        // `len > 0` (so `len - 1 < capacity`), and writes its length word
-        // (the commit) only. The descriptor in `__rseq_cs` (32-byte
-        // aligned: version 0, flags 0, start `4:`, length `5: - 4:`, abort
-        // `6:`) covers the instructions from the `cpu_id` load to the
-        // commit; the abort handler, outside that range, follows the
-        // 4-byte signature the C library registered (`ud1` encoding
-        // `0x53053053` in its last four bytes, as glibc and librseq emit
-        // it). Every operand written inside the section is `out` (not
-        // `lateout`), so that no input shares its register and a restart
-        // finds its inputs intact. The stack is not touched.
+        // points to; reads `cpu_id` (fs:[area + 4]) and writes `rseq_cs`
+        // (fs:[area + 8]) of the calling thread's `rseq` area, which the C
+        // library registered at `area` from its thread pointer (the
+        // caller's guarantee); reads the `shut` word, the word (length and
+        // push count) and one item of the slot `cpu_id` names, after
+        // checking `cpu_id < count` and that `len > 0` (so `len - 1 <
+        // capacity`), and writes its word (the commit: the word less one,
+        // the length less one as `len > 0`) only. The descriptor in
+        // `__rseq_cs` (32-byte aligned: version 0, flags 0, start `4:`,
+        // length `5: - 4:`, abort `6:`) covers the instructions from the
+        // `cpu_id` load to the commit; the abort handler, outside that
+        // range, follows the 4-byte signature the C library registered
+        // (`ud1` encoding `0x53053053` in its last four bytes, as glibc and
+        // librseq emit it). Every operand written inside the section is
+        // `out` (not `lateout`), so that no input shares its register and a
+        // restart finds its inputs intact; `bits` is written only outside
+        // the section (zeroed before it, counted by the abort handler, set
+        // by the exits).
         unsafe {
             asm!(
                 "xor {bits:e}, {bits:e}",
@@ -163,21 +180,23 @@ mod x86_64 {
                 "lea {t}, [rip + 3f]",
                 "mov qword ptr fs:[{area} + 8], {t}",
                 "4:",
-                "mov {cpu:e}, dword ptr fs:[{area} + 4]",
-                "cmp {cpu}, qword ptr [{slots} + {count_at}]",
+                // `n`: the CPU, then the length.
+                "mov {n:e}, dword ptr fs:[{area} + 4]",
+                "cmp {n}, qword ptr [{slots} + {count_at}]",
                 "jae 7f",
-                "mov {t}, {cpu}",
+                "mov {t}, {n}",
                 "imul {t}, qword ptr [{slots} + {stride_at}]",
                 "add {t}, qword ptr [{slots} + {base_at}]",
                 "cmp qword ptr [{t} + {shut_at}], 0",
                 "jne 8f",
-                "mov {len}, qword ptr [{t} + {len_at}]",
-                "test {len}, {len}",
+                "mov {w}, qword ptr [{t} + {word_at}]",
+                "mov {n}, {w}",
+                "and {n}, {len_mask}",
                 "jz 9f",
-                "mov {item}, qword ptr [{t} + 8 * {len} + {top}]",
-                "dec {len}",
+                "mov {item}, qword ptr [{t} + 8 * {n} + {top}]",
+                "dec {w}",
                 // The commit.
-                "mov qword ptr [{t} + {len_at}], {len}",
+                "mov qword ptr [{t} + {word_at}], {w}",
                 "5:",
                 // Out of line: the exits other than the commit, and the
                 // abort handler.
@@ -186,8 +205,6 @@ mod x86_64 {
                 "or {bits:e}, {slow}",
                 "jmp 5b",
                 "8:",
-                "shl {cpu:e}, 8",
-                "or {bits:e}, {cpu:e}",
                 "or {bits:e}, {shut}",
                 "jmp 5b",
                 "9:",
@@ -196,9 +213,8 @@ mod x86_64 {
                 ".byte 0x0f, 0xb9, 0x3d",
                 ".long 0x53053053",
                 "6:",
-                "or {bits:e}, {restarted}",
-                "inc {aborts}",
-                "cmp {aborts}, {max_aborts}",
+                "add {bits:e}, {aborted}",
+                "cmp {bits:e}, {give_up}",
                 "jb 2b",
                 "or {bits:e}, {slow}",
                 "jmp 5b",
@@ -211,27 +227,27 @@ mod x86_64 {
                 ".popsection",
                 area = in(reg) sections.offset(),
                 slots = in(reg) std::ptr::from_ref(slots),
-                aborts = inout(reg) aborts,
                 bits = out(reg) bits,
                 item = out(reg) item,
-                cpu = out(reg) _,
+                n = out(reg) _,
                 t = out(reg) _,
-                len = out(reg) _,
+                w = out(reg) _,
                 count_at = const COUNT_AT,
                 stride_at = const STRIDE_AT,
                 base_at = const BASE_AT,
                 shut_at = const SHUT_AT,
-                len_at = const LEN,
+                word_at = const WORD,
+                len_mask = const LEN_MASK,
                 top = const ITEMS - 8,
                 slow = const SLOW,
                 shut = const SHUT,
                 refused = const REFUSED,
-                restarted = const RESTARTED,
-                max_aborts = const MAX_ABORTS,
+                aborted = const ABORTED,
+                give_up = const MAX_ABORTS as u32 * ABORTED,
                 options(nostack),
             );
         }
-        (Status { bits, aborts }, item)
+        (Status { bits }, item)
     }
 
     /// Pushes `item` onto the calling thread's CPU's stack. Returns how the
@@ -248,14 +264,16 @@ mod x86_64 {
         item: *mut (),
     ) -> Status {
         let bits: u32;
-        let mut aborts: usize = 0;
         // SAFETY: as in `pop` (and it reads `capacity` from the `Slots`
-        // header too), but for what the section does to the slot:
-        // it reads the `shut` and length words, checks `len < capacity`,
+        // header too), but for what the section does to the slot: it
+        // reads the `shut` word and the word, checks `len < capacity`,
         // writes `item` at index `len` (above the top: no one reads it
         // before a commit says it holds an item, and a restarted push
-        // overwrites it) and commits the length `len + 1`. `item` is an
-        // input, never written.
+        // overwrites it) and commits the word plus `PUSHED` (length
+        // `len + 1`, one more push counted), unless that carries out of the
+        // word (then it leaves for the locked path without a store).
+        // Registers: as `pop`'s, `item` an input (never written) instead of
+        // an output.
         unsafe {
             asm!(
                 "xor {bits:e}, {bits:e}",
@@ -263,29 +281,32 @@ mod x86_64 {
                 "lea {t}, [rip + 3f]",
                 "mov qword ptr fs:[{area} + 8], {t}",
                 "4:",
-                "mov {cpu:e}, dword ptr fs:[{area} + 4]",
-                "cmp {cpu}, qword ptr [{slots} + {count_at}]",
+                "mov {n:e}, dword ptr fs:[{area} + 4]",
+                "cmp {n}, qword ptr [{slots} + {count_at}]",
                 "jae 7f",
-                "mov {t}, {cpu}",
+                "mov {t}, {n}",
                 "imul {t}, qword ptr [{slots} + {stride_at}]",
                 "add {t}, qword ptr [{slots} + {base_at}]",
                 "cmp qword ptr [{t} + {shut_at}], 0",
                 "jne 8f",
-                "mov {len}, qword ptr [{t} + {len_at}]",
-                "cmp {len}, qword ptr [{slots} + {capacity_at}]",
+                "mov {w}, qword ptr [{t} + {word_at}]",
+                "mov {n}, {w}",
+                "and {n}, {len_mask}",
+                "cmp {n}, qword ptr [{slots} + {capacity_at}]",
                 "jae 9f",
-                "mov qword ptr [{t} + 8 * {len} + {items}], {item}",
-                "inc {len}",
+                "mov qword ptr [{t} + 8 * {n} + {items}], {item}",
+                "add {w}, {pushed}",
+                // The push count would carry out of the word: the locked
+                // path folds it.
+                "jc 7f",
                 // The commit.
-                "mov qword ptr [{t} + {len_at}], {len}",
+                "mov qword ptr [{t} + {word_at}], {w}",
                 "5:",
                 ".pushsection __rseq_failure, \"ax\"",
                 "7:",
                 "or {bits:e}, {slow}",
                 "jmp 5b",
                 "8:",
-                "shl {cpu:e}, 8",
-                "or {bits:e}, {cpu:e}",
                 "or {bits:e}, {shut}",
                 "jmp 5b",
                 "9:",
@@ -294,9 +315,8 @@ mod x86_64 {
                 ".byte 0x0f, 0xb9, 0x3d",
                 ".long 0x53053053",
                 "6:",
-                "or {bits:e}, {restarted}",
-                "inc {aborts}",
-                "cmp {aborts}, {max_aborts}",
+                "add {bits:e}, {aborted}",
+                "cmp {bits:e}, {give_up}",
                 "jb 2b",
                 "or {bits:e}, {slow}",
                 "jmp 5b",
@@ -310,27 +330,28 @@ mod x86_64 {
                 area = in(reg) sections.offset(),
                 slots = in(reg) std::ptr::from_ref(slots),
                 item = in(reg) item,
-                aborts = inout(reg) aborts,
                 bits = out(reg) bits,
-                cpu = out(reg) _,
+                n = out(reg) _,
                 t = out(reg) _,
-                len = out(reg) _,
+                w = out(reg) _,
                 count_at = const COUNT_AT,
                 stride_at = const STRIDE_AT,
                 base_at = const BASE_AT,
                 capacity_at = const CAPACITY_AT,
                 shut_at = const SHUT_AT,
-                len_at = const LEN,
+                word_at = const WORD,
+                len_mask = const LEN_MASK,
+                pushed = const PUSHED,
                 items = const ITEMS,
                 slow = const SLOW,
                 shut = const SHUT,
                 refused = const REFUSED,
-                restarted = const RESTARTED,
-                max_aborts = const MAX_ABORTS,
+                aborted = const ABORTED,
+                give_up = const MAX_ABORTS as u32 * ABORTED,
                 options(nostack),
             );
         }
-        Status { bits, aborts }
+        Status { bits }
     }
 }
 
@@ -343,6 +364,7 @@ pub(super) use self::model::{pop, push};
 mod model {
     use super::{MAX_ABORTS, Outcome, Sections, Slots, Status};
     use crate::loom::Ordering;
+    use crate::percpu::slots::{PUSHED, split};
     use crate::rseq::current_cpu;
 
     /// What one attempt came to: an end, or a restart.
@@ -390,19 +412,20 @@ mod model {
                     return Attempt::Restart;
                 };
                 if shut != 0 {
-                    return Attempt::End(Outcome::Shut(cpu), null);
+                    return Attempt::End(Outcome::Shut, null);
                 }
-                let Some(len) = sections.step(cpu, || slots.len(cpu).load(Ordering::Relaxed))
+                let Some(word) = sections.step(cpu, || slots.word(cpu).load(Ordering::Relaxed))
                 else {
                     return Attempt::Restart;
                 };
+                let (_, len) = split(word);
                 if len == 0 {
                     return Attempt::End(Outcome::Refused, null);
                 }
                 let Some(item) = sections.step(cpu, || slots.read(cpu, len - 1)) else {
                     return Attempt::Restart;
                 };
-                match sections.step(cpu, || slots.len(cpu).store(len - 1, Ordering::Relaxed)) {
+                match sections.step(cpu, || slots.word(cpu).store(word - 1, Ordering::Relaxed)) {
                     Some(()) => Attempt::End(Outcome::Done, item),
                     None => Attempt::Restart,
                 }
@@ -433,19 +456,23 @@ mod model {
                     return Attempt::Restart;
                 };
                 if shut != 0 {
-                    return Attempt::End(Outcome::Shut(cpu), ());
+                    return Attempt::End(Outcome::Shut, ());
                 }
-                let Some(len) = sections.step(cpu, || slots.len(cpu).load(Ordering::Relaxed))
+                let Some(word) = sections.step(cpu, || slots.word(cpu).load(Ordering::Relaxed))
                 else {
                     return Attempt::Restart;
                 };
+                let (_, len) = split(word);
                 if len >= slots.capacity() {
                     return Attempt::End(Outcome::Refused, ());
                 }
                 if sections.step(cpu, || slots.write(cpu, len, item)).is_none() {
                     return Attempt::Restart;
                 }
-                match sections.step(cpu, || slots.len(cpu).store(len + 1, Ordering::Relaxed)) {
+                let Some(next) = word.checked_add(PUSHED) else {
+                    return Attempt::End(Outcome::Slow, ());
+                };
+                match sections.step(cpu, || slots.word(cpu).store(next, Ordering::Relaxed)) {
                     Some(()) => Attempt::End(Outcome::Done, ()),
                     None => Attempt::Restart,
                 }

@@ -7,8 +7,16 @@
 //! | offset | word | written by |
 //! | --- | --- | --- |
 //! | [`SHUT`] | how many locked accesses want the stack shut | the locked path (atomic read-modify-write) |
-//! | [`LEN`] | objects on the stack | a section's commit, or the locked path |
+//! | [`WORD`] | the stack's length (low [`LEN_BITS`] bits) and the sections' pushes since the last locked access (the bits above) | a section's commit, or the locked path |
 //! | [`ITEMS`] + 8 × i | the `i`th object's pointer | a push (section or locked) |
+//!
+//! The word is what makes a section's commit one store and still counted: a
+//! pop stores the word less one (the length less one), a push the word plus
+//! [`PUSHED`] (the length and the push count one more each). The locked
+//! path folds the count into the slot's books ([`super::locked`]) and
+//! leaves the count at zero; the pops since are the length it left, plus
+//! the pushes counted, less the length now. A push whose count would carry
+//! out of the word leaves for the locked path instead of committing.
 //!
 //! Slots are [`ALIGN`]-byte aligned and span a multiple of it, so that two
 //! CPUs never write the same cache line (nor the adjacent line that x86
@@ -32,9 +40,9 @@ pub(super) use self::model::Slots;
 /// Offset of the `shut` word in a slot.
 #[cfg(not(loom))]
 pub(super) const SHUT: usize = 0;
-/// Offset of the length word in a slot.
+/// Offset of the word (length and push count) in a slot.
 #[cfg(not(loom))]
-pub(super) const LEN: usize = 8;
+pub(super) const WORD: usize = 8;
 /// Offset of the first item in a slot.
 #[cfg(not(loom))]
 pub(super) const ITEMS: usize = 16;
@@ -43,8 +51,26 @@ pub(super) const ITEMS: usize = 16;
 pub(super) const ALIGN: usize = 128;
 
 /// The most items a slot holds: keeps the arithmetic of slot sizes far from
-/// overflow (a slot of this capacity spans 8 MiB).
+/// overflow (a slot of this capacity spans 8 MiB), and the length within
+/// [`LEN_BITS`].
 pub(crate) const MAX_CAPACITY: usize = 1 << 20;
+
+/// Bits of the word that hold the length.
+pub(crate) const LEN_BITS: u32 = 21;
+/// The length's bits of the word.
+pub(crate) const LEN_MASK: usize = (1 << LEN_BITS) - 1;
+/// What a section's push adds to the word: one push counted, one item more.
+/// A 32-bit immediate, as the assembly needs.
+pub(crate) const PUSHED: usize = (1 << LEN_BITS) + 1;
+
+static_assertions::const_assert!(MAX_CAPACITY <= LEN_MASK);
+static_assertions::const_assert!(PUSHED < 1 << 31);
+
+/// A word's push count and length.
+#[inline(always)]
+pub(crate) fn split(word: usize) -> (usize, usize) {
+    (word >> LEN_BITS, word & LEN_MASK)
+}
 
 /// The most slots a cache has.
 pub(crate) const MAX_SLOTS: usize = 4096;
@@ -54,7 +80,7 @@ mod raw {
     use std::alloc::{self, Layout};
     use std::ptr::NonNull;
 
-    use super::{ALIGN, ITEMS, LEN, MAX_CAPACITY, MAX_SLOTS, SHUT};
+    use super::{ALIGN, ITEMS, MAX_CAPACITY, MAX_SLOTS, SHUT, WORD};
     use crate::loom::{AtomicPtr, AtomicUsize, Ordering};
 
     /// The slots: one zeroed allocation of `count` slots of `stride` bytes.
@@ -121,7 +147,7 @@ mod raw {
 
         /// The word at `offset` in `slot`.
         #[inline(always)]
-        fn word(&self, slot: usize, offset: usize) -> *mut usize {
+        fn at(&self, slot: usize, offset: usize) -> *mut usize {
             assert!(slot < self.count);
             debug_assert!(offset < self.stride && offset.is_multiple_of(8));
             // SAFETY: `slot < count` and `offset < stride`: inside the
@@ -135,14 +161,14 @@ mod raw {
             // SAFETY: an aligned word of the allocation, alive as long as
             // `self`; every access to it is atomic (Rust's, and the
             // sections' aligned loads).
-            unsafe { AtomicUsize::from_ptr(self.word(slot, SHUT)) }
+            unsafe { AtomicUsize::from_ptr(self.at(slot, SHUT)) }
         }
 
-        /// `slot`'s length word.
+        /// `slot`'s word: its length and its sections' push count.
         #[inline(always)]
-        pub(crate) fn len(&self, slot: usize) -> &AtomicUsize {
+        pub(crate) fn word(&self, slot: usize) -> &AtomicUsize {
             // SAFETY: as for `shut`.
-            unsafe { AtomicUsize::from_ptr(self.word(slot, LEN)) }
+            unsafe { AtomicUsize::from_ptr(self.at(slot, WORD)) }
         }
 
         /// `slot`'s `i`th item.
@@ -151,7 +177,7 @@ mod raw {
             assert!(i < self.capacity);
             // SAFETY: as for `shut`; `i < capacity`, so the item lies
             // inside the slot.
-            unsafe { AtomicPtr::from_ptr(self.word(slot, ITEMS + 8 * i).cast()) }
+            unsafe { AtomicPtr::from_ptr(self.at(slot, ITEMS + 8 * i).cast()) }
         }
 
         /// Reads `slot`'s `i`th item (the caller has the stack to itself).
@@ -190,7 +216,7 @@ mod model {
 
     struct Slot {
         shut: AtomicUsize,
-        len: AtomicUsize,
+        word: AtomicUsize,
         items: Box<[UnsafeCell<*mut ()>]>,
     }
 
@@ -203,7 +229,7 @@ mod model {
                 slots: (0..count)
                     .map(|_| Slot {
                         shut: AtomicUsize::new(0),
-                        len: AtomicUsize::new(0),
+                        word: AtomicUsize::new(0),
                         items: (0..capacity)
                             .map(|_| UnsafeCell::new(std::ptr::null_mut()))
                             .collect(),
@@ -225,8 +251,8 @@ mod model {
             &self.slots[slot].shut
         }
 
-        pub(crate) fn len(&self, slot: usize) -> &AtomicUsize {
-            &self.slots[slot].len
+        pub(crate) fn word(&self, slot: usize) -> &AtomicUsize {
+            &self.slots[slot].word
         }
 
         pub(crate) fn read(&self, slot: usize, i: usize) -> *mut () {
