@@ -30,15 +30,22 @@ impl<T: Recyclable> Shared<T> {
         // cache, a critical section (no lock, no atomic read-modify-write;
         // the hit is counted by the cache's books). Kept to these few
         // instructions, inlined here; everything else is below.
+        // Only tail calls here: no registers saved on either way.
         if let Some(Stripes::Cpus(cpus)) = &self.stripes
             && self.idle.is_none()
         {
-            return match cpus.fronts().try_pop() {
-                Ok(obj) => (obj, self.home(None, false)),
-                Err(unfinished) => self.get_unfinished(cpus, unfinished),
-            };
+            return self.get_near(cpus);
         }
         self.get_slower()
+    }
+
+    /// [`get_slow`](Self::get_slow)'s case of striped mode on sections.
+    #[inline(never)]
+    fn get_near(&self, cpus: &CpuStripes<T>) -> (Box<T>, Home<T>) {
+        match cpus.fronts().try_pop() {
+            Ok(obj) => (obj, self.home(None, false)),
+            Err(unfinished) => self.get_unfinished(cpus, unfinished),
+        }
     }
 
     /// [`get_slow`](Self::get_slow) when the section of this CPU's cache

@@ -37,10 +37,21 @@ impl<T: Recyclable> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
+        // Only tail calls here: no registers saved on either way.
         if let Some(Stripes::Cpus(cpus)) = &self.stripes
             && !was_reset
             && self.idle.is_none()
-            && !self.is_discard(home)
+        {
+            return self.release_near(cpus, obj, home);
+        }
+        self.release_other(obj, home, was_reset);
+    }
+
+    /// [`release_slow`](Self::release_slow)'s case of striped mode on
+    /// sections, uncapped, the object not reset yet.
+    #[inline(never)]
+    fn release_near(&self, cpus: &CpuStripes<T>, obj: Box<T>, home: Home<T>) {
+        if !self.is_discard(home)
             && !std::thread::panicking()
             && registry::current() < registry::EXITED
         {
@@ -53,7 +64,7 @@ impl<T: Recyclable> Shared<T> {
             }
             return;
         }
-        self.release_other(obj, home, was_reset);
+        self.release_other(obj, home, false);
     }
 
     /// [`release_slow`](Self::release_slow) when the section that pushes
