@@ -80,6 +80,17 @@ pub fn w3_fill_pool(pool: &BufferPool, size: usize, iters: u64) -> Duration {
     start.elapsed()
 }
 
+/// W3's comparison of modes: acquire `size` bytes, write one, release.
+pub fn w3_touch_pool(pool: &BufferPool, size: usize, iters: u64) -> Duration {
+    let start = Instant::now();
+    for i in 0..iters {
+        let mut buf = pool.acquire(size);
+        buf.push(i as u8);
+        black_box(&mut buf[..]);
+    }
+    start.elapsed()
+}
+
 /// W3's first baseline: `Vec::with_capacity(size)`, write every byte, drop.
 pub fn w3_fill_vec_with_capacity(size: usize, iters: u64) -> Duration {
     let start = Instant::now();
