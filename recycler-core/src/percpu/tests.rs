@@ -173,3 +173,30 @@ fn drops_what_it_holds() {
         assert_eq!(Arc::strong_count(&token), 1);
     }
 }
+
+#[test]
+fn served_counts_sections_and_the_locked_path() {
+    assert!(pin(0));
+    for cache in both(super::configured_cpus(), 8) {
+        for i in 0..3 {
+            cache.push(Box::new(i)).unwrap();
+        }
+        assert!(cache.pop().is_some());
+        assert_eq!(cache.served(), (1, 3), "{cache:?}");
+        // A steal is a locked access: it folds the sections' counts into
+        // the books, and what it takes is not a pop.
+        let mut into = Vec::with_capacity(1);
+        assert_eq!(cache.steal(0, 1, &mut into), 1);
+        assert_eq!(cache.served(), (1, 3), "{cache:?}");
+        cache.push(Box::new(7)).unwrap();
+        assert!(cache.pop().is_some());
+        assert!(cache.pop().is_some());
+        assert!(cache.pop().is_none());
+        assert_eq!(cache.served(), (3, 4), "{cache:?}");
+        // A take from every slot, then more sections.
+        cache.push(Box::new(8)).unwrap();
+        assert_eq!(cache.drain().len(), 1);
+        cache.push(Box::new(9)).unwrap();
+        assert_eq!(cache.served(), (3, 6), "{cache:?}");
+    }
+}
