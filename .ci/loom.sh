@@ -10,4 +10,4 @@ cd "$(dirname "$0")/.."
 # normal build (and clippy) never sees.
 export RUSTFLAGS="--cfg loom -C debug-assertions -D warnings"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
-cargo test -p recycler-tests --release --test loom --test loom_buffer --test loom_striped --test loom_teardown --test loom_steal --test loom_keep --target-dir "${CARGO_TARGET_DIR:-target}/loom" -- --test-threads=2 "$@"
+cargo test -p recycler-tests --release --test loom --test loom_buffer --test loom_striped --test loom_teardown --test loom_steal --test loom_keep --test loom_percpu --test loom_striped_rseq --target-dir "${CARGO_TARGET_DIR:-target}/loom" -- --test-threads=2 "$@"

@@ -35,7 +35,7 @@ if ! command -v valgrind >/dev/null; then
     apt-get update -qq && apt-get install -y -qq valgrind
 fi
 
-TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_stress striped decay soundness model steal)
+TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_stress striped decay soundness model steal percpu)
 
 # Prints "name executable" for each test binary cargo reports building.
 executables() {

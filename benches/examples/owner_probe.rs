@@ -20,7 +20,9 @@
 //! - `vec`: `get` and drop of a `Vec<u8>`, one byte pushed;
 //! - `capped`: the same under `max_idle_bytes`;
 //! - `acquire`: `acquire(4096)` and drop on a default buffer pool;
-//! - `acquire_owned`: `acquire_owned(4096)` and drop.
+//! - `acquire_owned`: `acquire_owned(4096)` and drop;
+//! - `acquire_striped`: `acquire(4096)` and drop on a `striped(0)` pool
+//!   (valgrind has no `rseq`: counted on the locked stripes).
 //!
 //! Figures and their history: `docs/BENCHMARKS.md` and its record.
 
@@ -108,6 +110,7 @@ fn main() {
         ),
         "acquire" => acquire(&BufferPool::default(), n),
         "acquire_owned" => acquire_owned(&Arc::new(BufferPool::default()), n),
+        "acquire_striped" => acquire(&BufferPool::builder().striped(0).build().expect("valid"), n),
         other => panic!("unknown kind {other}: see the module docs"),
     }
 }

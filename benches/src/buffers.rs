@@ -81,8 +81,8 @@ pub fn w3_fill_pool(pool: &BufferPool, size: usize, iters: u64) -> Duration {
     start.elapsed()
 }
 
-/// W3's guard row: acquire a buffer, write 8 bytes, release (the guard's
-/// cost, not the memory's).
+/// W3's guard rows and comparison of modes: acquire a buffer, write 8
+/// bytes, release (the guard's cost, not the memory's).
 pub fn w3_touch_pool(pool: &BufferPool, size: usize, iters: u64) -> Duration {
     let start = Instant::now();
     for i in 0..iters {

@@ -105,12 +105,22 @@ impl<T: Recyclable> Shared<T> {
             victims.push(obj);
         }
         if let Some(stripes) = &self.stripes {
+            // A take from the per-CPU caches costs a fence: one object
+            // first, to learn the size (a bucket's buffers are alike), then
+            // enough for the rest at once.
+            let mut n = 1;
             while freed < want {
-                let Some(obj) = stripes.take(1).pop() else {
+                let taken = stripes.take(n);
+                if taken.is_empty() {
                     break;
-                };
-                freed += bytes_of(&obj);
-                victims.push(obj);
+                }
+                for obj in taken {
+                    freed += bytes_of(&obj);
+                    victims.push(obj);
+                }
+                let each = (freed / victims.len() as u64).max(1);
+                n = usize::try_from((want.saturating_sub(freed)).div_ceil(each))
+                    .unwrap_or(usize::MAX);
             }
         }
         if freed < want {

@@ -269,22 +269,39 @@ impl<T> RecyclerBuilder<T> {
     /// thread than the one that got the object sends it back there. In
     /// striped mode **no object ever belongs to a thread**: once a release
     /// returns, the object sits in a stripe that any thread takes it from.
-    /// A get or a release locks one stripe for a pop or a push, skipping to
-    /// the next stripe if that one is busy; a get whose stripe is empty looks
-    /// at the others before it calls the factory, and a release into a full
-    /// stripe tries the others before it drops its object.
     ///
-    /// What changes: a get and a release each take a stripe's lock (an
-    /// atomic read-modify-write, on a line other CPUs' threads may have
-    /// used): about 15 to 25 ns per get + release against a few for the
-    /// per-thread owner path (`docs/BENCHMARKS.md`); each stripe holds
-    /// [`max_capacity_per_thread`](Self::max_capacity_per_thread) objects,
-    /// and the depot and `batch_size` are not used; releases are not told
-    /// apart by thread, so
+    /// How, chosen once when the recycler is built:
+    ///
+    /// - **On restartable sequences** (Linux on x86-64 with glibc 2.35 or
+    ///   later and Linux 5.10 or later): a small cache per CPU (`2 ×`
+    ///   [`batch_size`](Self::batch_size), at most
+    ///   [`max_capacity_per_thread`](Self::max_capacity_per_thread) and
+    ///   256) whose pop and push are critical sections the kernel restarts
+    ///   if the thread is preempted, migrated or signalled inside them: no
+    ///   lock and no atomic read-modify-write, a few nanoseconds per get +
+    ///   release. Behind the caches, a depot of batches holding up to
+    ///   `stripes × max_capacity_per_thread`: a full cache spills a batch
+    ///   there, an empty one refills from there; a get that finds both
+    ///   empty takes what the other CPUs' caches hold (with one
+    ///   `membarrier`, a microsecond or so) when they hold a quarter of a
+    ///   cache between them, and calls the factory otherwise; `try_get`,
+    ///   `trim` and eviction reach every cache.
+    /// - **Elsewhere** (another OS or architecture, an older C library,
+    ///   valgrind, or the environment variable `RECYCLER_NO_RSEQ=1` set
+    ///   before the first striped recycler is built): `stripes` stripes,
+    ///   each behind a lock that a get or a release takes for a pop or a
+    ///   push, skipping to the next stripe if that one is busy; a get whose
+    ///   stripe is empty looks at the others before it calls the factory,
+    ///   and a release into a full stripe tries the others before it drops
+    ///   its object. Each stripe holds `max_capacity_per_thread` objects.
+    ///
+    /// `{:?}` of the recycler says which (`stripes_on`). Releases are not
+    /// told apart by thread, so
     /// [`RecyclerStats::released_local`](crate::RecyclerStats::released_local)
     /// counts them all. [`max_idle_bytes`](Self::max_idle_bytes) holds
     /// exactly with one releasing thread, and is counted with one atomic
-    /// operation per get and per release.
+    /// operation per get and per release (a capped striped recycler takes
+    /// the slower paths). Figures: `docs/BENCHMARKS.md`.
     ///
     /// # Examples
     ///

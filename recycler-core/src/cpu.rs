@@ -32,6 +32,21 @@ pub(crate) fn current() -> usize {
     stand_in()
 }
 
+/// `__rseq_offset`: where the C library put every thread's `rseq` area,
+/// from the thread pointer; `None` if it registers none (`__rseq_size` is 0,
+/// as under valgrind, or the symbols are missing). Looked up once.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+pub(crate) fn rseq_offset() -> Option<isize> {
+    rseq::offset()
+}
+
+/// The `cpu_id` field of the calling thread's `rseq` area: `None` if the C
+/// library registers none, or if the kernel refused this thread's.
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+pub(crate) fn rseq_cpu() -> Option<usize> {
+    rseq::cpu()
+}
+
 /// The calling thread's stand-in CPU: its token, which no other live thread
 /// has (tokens are multiples of 4, hence the shift).
 #[cold]
@@ -51,6 +66,15 @@ mod rseq {
     static OFFSET: AtomicIsize = AtomicIsize::new(UNKNOWN);
     const UNKNOWN: isize = isize::MIN;
     const NONE: isize = isize::MIN + 1;
+
+    /// `__rseq_offset`, if the C library registers an `rseq` area.
+    pub(super) fn offset() -> Option<isize> {
+        let mut offset = OFFSET.load(Relaxed);
+        if offset == UNKNOWN {
+            offset = look_up();
+        }
+        (offset != NONE).then_some(offset)
+    }
 
     /// The `cpu_id` field of the calling thread's `rseq` area, if it has one.
     #[inline]

@@ -69,7 +69,7 @@ impl<T> Depot<T> {
             return None;
         }
         let mut state = self.lock();
-        let room = self.capacity - state.len;
+        let room = self.capacity.saturating_sub(state.len);
         if room == 0 {
             return Some(batch);
         }
@@ -90,7 +90,7 @@ impl<T> Depot<T> {
             return None;
         }
         let mut state = self.lock();
-        let room = self.capacity - state.len;
+        let room = self.capacity.saturating_sub(state.len);
         let fits = n.min(room);
         if fits > 0 {
             let mut batch = state.spares.pop().unwrap_or_default();
@@ -152,7 +152,75 @@ impl<T> Depot<T> {
 
     /// Room for this many more objects (a snapshot).
     pub(crate) fn room(&self) -> usize {
-        self.capacity - self.lock().len
+        self.capacity.saturating_sub(self.lock().len)
+    }
+
+    /// Stores a batch of up to `n` objects that `fill` pushes into the
+    /// vector it is given (a spare one), no more than the depot has room
+    /// for, under the lock: so that what is taken out of somewhere else to
+    /// be stored here never finds the depot full. `fill` gets the number
+    /// it may push, and runs no user code. Returns how many it stored.
+    pub(crate) fn put_from(&self, n: usize, fill: impl FnOnce(usize, &mut Batch<T>)) -> usize {
+        let mut state = self.lock();
+        let fits = n.min(self.capacity.saturating_sub(state.len));
+        if fits == 0 {
+            return 0;
+        }
+        let mut batch = state.spares.pop().unwrap_or_default();
+        batch.reserve(fits);
+        fill(fits, &mut batch);
+        debug_assert!(batch.len() <= fits, "{} > {fits}", batch.len());
+        let stored = batch.len();
+        if stored == 0 {
+            state.spares.push(batch);
+            return 0;
+        }
+        state.len += stored;
+        state.batches.push(batch);
+        self.hint.store(state.len, Ordering::Relaxed);
+        stored
+    }
+
+    /// Stores `batch` whether or not the depot has room: for objects taken
+    /// out of it a moment ago that found no other place, which may take
+    /// it over its capacity by that much until the next take.
+    pub(crate) fn put_back(&self, batch: Batch<T>) {
+        if batch.is_empty() {
+            return self.put_spare(batch);
+        }
+        let mut state = self.lock();
+        state.len += batch.len();
+        state.batches.push(batch);
+        self.hint.store(state.len, Ordering::Relaxed);
+    }
+
+    /// Stores one object if there is room; hands it back otherwise.
+    pub(crate) fn put_one(&self, obj: Box<T>) -> Result<(), Box<T>> {
+        let mut state = self.lock();
+        if state.len >= self.capacity {
+            return Err(obj);
+        }
+        match state.batches.last_mut() {
+            Some(batch) => batch.push(obj),
+            None => {
+                let mut batch = state.spares.pop().unwrap_or_default();
+                batch.push(obj);
+                state.batches.push(batch);
+            }
+        }
+        state.len += 1;
+        self.hint.store(state.len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// An empty vector for a batch: a spare one if the depot keeps one.
+    pub(crate) fn spare(&self) -> Batch<T> {
+        self.lock().spares.pop().unwrap_or_default()
+    }
+
+    /// Objects held, as of the last change (a hint, no lock).
+    pub(crate) fn len_hint(&self) -> usize {
+        self.hint.load(Ordering::Relaxed)
     }
 
     /// Objects held now (a snapshot).

@@ -200,10 +200,11 @@
 //! thread exits, its cache and inbox go to the depot, so no object is stranded
 //! with a dead thread.
 //!
-//! [`RecyclerBuilder::striped`] replaces the per-thread caches with a few
-//! lock-guarded stripes chosen by the CPU a thread runs on, for work-stealing
-//! runtimes whose tasks migrate and whose workers idle: no object ever waits
-//! with a thread. [The user's guide](guide::usage) says which mode to
+//! [`RecyclerBuilder::striped`] replaces the per-thread caches with a cache
+//! per CPU, for work-stealing runtimes whose tasks migrate and whose workers
+//! idle: no object ever waits with a thread. On Linux x86-64 the CPUs'
+//! caches are worked on in restartable sequences (no lock, no atomic
+//! read-modify-write); elsewhere they are lock-guarded stripes. [The user's guide](guide::usage) says which mode to
 //! choose, with the measured costs.
 //!
 //! The guard, [`Pooled`], returns the object when dropped. Rust's ownership
@@ -217,11 +218,14 @@
 //!
 //! The unsafe code is confined to the per-thread cache (an `UnsafeCell` that
 //! only the owning thread touches), the guards (which move the object out
-//! exactly once), the thread-exit hook, and, in the buffer pool, the aligned
+//! exactly once), the thread-exit hook, the per-CPU cache's critical
+//! sections (two `asm!` blocks, each with the registers and memory it
+//! touches in its `SAFETY` comment, and a loom model of the kernel's side),
+//! and, in the buffer pool, the aligned
 //! allocation (one file, `buffer/raw.rs`), the buffer's byte views and the
 //! scope's `&self -> &mut [u8]`. Every `unsafe` block states the invariant
 //! it relies on in a `SAFETY` comment. All synchronization goes through one
-//! facade module, so the 24 loom models in the `recycler-tests` package
+//! facade module, so the 44 loom models in the `recycler-tests` package
 //! check the real code, and every atomic, lock and channel operation of the
 //! crate is reached by at least one: among them a foreign release racing the
 //! owner's drain, a thread exit racing a refill from the depot, a waiter at
@@ -306,11 +310,13 @@ mod loom;
 mod mine;
 mod owned;
 mod owner;
+mod percpu;
 mod recyclable;
 mod recycle_vec;
 mod recycler;
 mod registry;
 mod resetting;
+mod rseq;
 mod shared;
 mod shrink;
 mod slow_get;
@@ -340,6 +346,24 @@ pub use crate::track::{LeakSite, Leaks};
 #[cfg(feature = "derive")]
 #[cfg_attr(docsrs, doc(cfg(feature = "derive")))]
 pub use recycler_derive::Recyclable;
+
+/// Not part of the API: the per-CPU cache on restartable sequences that
+/// striped mode is built on, for the workspace's tests and benchmarks.
+#[doc(hidden)]
+pub use crate::percpu::PerCpu as __PerCpu;
+
+/// Loom builds only: moves the calling thread to a modelled CPU, for the
+/// per-CPU cache's models (see `tests/tests/loom_percpu.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use crate::rseq::set_cpu as __loom_set_cpu;
+
+/// Loom builds only: makes the calling thread's next recyclers and per-CPU
+/// caches run without restartable sequences (`true`), as
+/// `RECYCLER_NO_RSEQ=1` does for a process (see `tests/tests/loom_striped.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use crate::rseq::set_off as __loom_no_rseq;
 
 /// Loom builds only: runs the calling thread's exit hooks now (see
 /// `tests/tests/loom.rs`).

@@ -462,6 +462,14 @@ impl<T: Recyclable + Send + 'static> fmt::Debug for Recycler<T> {
             .field("max_idle_bytes", &self.inner().config.max_idle_bytes)
             .field("reset_on_return", &self.inner().config.reset_on_return)
             .field("striped", &self.inner().config.stripes)
+            .field(
+                "stripes_on",
+                &self.inner().stripes.as_ref().map(
+                    |s| {
+                        if s.on_sections() { "rseq" } else { "locks" }
+                    },
+                ),
+            )
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }

@@ -57,7 +57,7 @@ pub(crate) const NOBODY: Token = 0;
 pub(crate) const TOKEN_STEP: u64 = 8;
 
 /// The calling thread has not used any recycler yet.
-const UNASSIGNED: Token = u64::MAX;
+pub(crate) const UNASSIGNED: Token = u64::MAX;
 
 /// The calling thread is exiting: its thread-locals are being destroyed.
 pub(crate) const EXITED: Token = u64::MAX - 1;

@@ -150,7 +150,7 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
             owner_flag,
             stripes: config
                 .stripes
-                .map(|n| Stripes::new(n, config.max_capacity_per_thread)),
+                .map(|n| Stripes::new(n, config.max_capacity_per_thread, config.batch_size)),
             fresh: AtomicUsize::new(0),
             // SAFETY: `this` is the `Arc` being made, whose one strong
             // reference the count takes below (the only one: handles and
@@ -216,8 +216,8 @@ impl<T> Shared<T> {
         for local in self.all_caches() {
             local.counters.add_to(&mut tally);
         }
-        for stripe in self.stripes.iter().flat_map(Stripes::iter) {
-            stripe.counters.add_to(&mut tally);
+        if let Some(stripes) = &self.stripes {
+            stripes.add_to(&mut tally);
         }
         tally
     }

@@ -8,17 +8,17 @@ use std::cell::Cell;
 use std::mem;
 
 use crate::cache::Local;
-use crate::cpu;
 use crate::decay::DECAY_PERIOD;
 use crate::home::Home;
 use crate::idle::bytes_of;
 use crate::loom::Ordering;
 use crate::mine::Mine;
+use crate::percpu::Unfinished;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Shared;
 use crate::stats::Counters;
-use crate::striped::Stripes;
+use crate::striped::{CpuStripes, Steal, Stripes};
 use crate::unwind::OnUnwind;
 
 impl<T: Recyclable> Shared<T> {
@@ -26,8 +26,45 @@ impl<T: Recyclable> Shared<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn get_slow(&self) -> (Box<T>, Home<T>) {
+        // Striped mode on restartable sequences without a cap: this CPU's
+        // cache, a critical section (no lock, no atomic read-modify-write;
+        // the hit is counted by the cache's books). Kept to these few
+        // instructions, inlined here; everything else is below.
+        // Only tail calls here: no registers saved on either way.
+        if let Some(Stripes::Cpus(cpus)) = &self.stripes
+            && self.idle.is_none()
+        {
+            return self.get_near(cpus);
+        }
+        self.get_slower()
+    }
+
+    /// [`get_slow`](Self::get_slow)'s case of striped mode on sections.
+    #[inline(never)]
+    fn get_near(&self, cpus: &CpuStripes<T>) -> (Box<T>, Home<T>) {
+        match cpus.fronts().try_pop() {
+            Ok(obj) => (obj, self.home(None, false)),
+            Err(unfinished) => self.get_unfinished(cpus, unfinished),
+        }
+    }
+
+    /// [`get_slow`](Self::get_slow) when the section of this CPU's cache
+    /// did not commit at the first attempt.
+    #[cold]
+    #[inline(never)]
+    fn get_unfinished(&self, cpus: &CpuStripes<T>, unfinished: Unfinished) -> (Box<T>, Home<T>) {
+        match cpus.fronts().finish_pop(unfinished) {
+            Some(obj) => (obj, self.home(None, false)),
+            None => self.get_slower(),
+        }
+    }
+
+    /// [`get_slow`](Self::get_slow) past striped mode's nearest cache.
+    #[cold]
+    #[inline(never)]
+    fn get_slower(&self) -> (Box<T>, Home<T>) {
         if let Some(stripes) = &self.stripes {
-            return match self.take_striped(stripes) {
+            return match self.take_striped(stripes, Steal::IfWorth) {
                 Some(hit) => hit,
                 None => self.make(),
             };
@@ -45,7 +82,7 @@ impl<T: Recyclable> Shared<T> {
     #[inline(never)]
     pub(crate) fn take_pooled(&self) -> Option<(Box<T>, Home<T>)> {
         if let Some(stripes) = &self.stripes {
-            return self.take_striped(stripes);
+            return self.take_striped(stripes, Steal::Any);
         }
         let Some(mine) = self.local_for_current() else {
             // The thread is exiting: it may use the depot but own nothing.
@@ -100,11 +137,12 @@ impl<T: Recyclable> Shared<T> {
     }
 
     /// Striped mode's get from the pool: a stripe's pop (which counts the
-    /// hit), then the idle-memory account.
+    /// hit), then the idle-memory account. `steal` says whether a get that
+    /// finds nothing near takes from far (see [`Steal`]).
     #[inline]
-    fn take_striped(&self, stripes: &Stripes<T>) -> Option<(Box<T>, Home<T>)> {
+    fn take_striped(&self, stripes: &Stripes<T>, steal: Steal) -> Option<(Box<T>, Home<T>)> {
         registry::enroll();
-        let obj = stripes.pop(cpu::current())?;
+        let obj = stripes.pop(steal)?;
         if let Some(acct) = &self.idle {
             // The hit is counted: if `retained_bytes` panics, the object
             // drops as it unwinds, and is counted as released and dropped.

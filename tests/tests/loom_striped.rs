@@ -1,5 +1,7 @@
-//! Loom models of striped mode, run against the real code (see
-//! `tests/tests/loom.rs` for how).
+//! Loom models of striped mode's locked stripes (the fallback where the
+//! process cannot run restartable sequences; each model turns them off
+//! first), run against the real code (see `tests/tests/loom.rs` for how).
+//! Striped mode on sections has its models in `loom_striped_rseq.rs`.
 //!
 //! A stripe is a try-lock (a compare-and-swap) in front of a stack, whose
 //! length other threads read without the lock to skip empty and full
@@ -20,6 +22,7 @@ use recycler_core::Recycler;
 
 /// Two stripes of one object each.
 fn tiny(alive: &Arc<AtomicUsize>) -> Arc<Recycler<Obj>> {
+    recycler_core::__loom_no_rseq(true);
     let pool = counted(alive)
         .striped(2)
         .max_capacity_per_thread(1)
@@ -72,6 +75,7 @@ fn get_races_release() {
 fn a_get_moving_objects_races_the_other_stripes_thread() {
     model(|| {
         let alive = Arc::new(AtomicUsize::new(0));
+        recycler_core::__loom_no_rseq(true);
         let pool = Arc::new(
             counted(&alive)
                 .striped(2)

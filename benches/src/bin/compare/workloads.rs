@@ -254,6 +254,21 @@ fn w1(b: &mut Bench<'_>) -> Vec<Outcome> {
                 Check::AtMost(1.5),
                 o.speedup("recycler_owned"),
             ));
+            if held == 1 {
+                // Striped mode on restartable sequences (issue 25), in
+                // every allocator's column: as fast as the per-thread
+                // mode, give or take half, and twice `Box`.
+                o.notes.push(targets::ratio(
+                    "1 held: recycler_striped's time <= 1.5x recycler's",
+                    Check::AtMost(1.5),
+                    o.speedup("recycler_striped"),
+                ));
+                o.notes.push(targets::ratio(
+                    "1 held: recycler_striped >= 2x box",
+                    Check::AtLeast(2.0),
+                    o.speedup_of("recycler_striped", "box"),
+                ));
+            }
             if b.primary {
                 let striped = o.median("recycler_striped");
                 let closest = THREAD_SAFE_PEERS
@@ -309,25 +324,37 @@ fn fastest_peer(group: &[Outcome], peers: &[&str]) -> String {
         .join(", ")
 }
 
-/// W3: acquire a buffer, write every byte, release; 4 KiB and 64 KiB. And
-/// the guards alone: acquire 4 KiB, write 8 bytes, release, with a borrowed
-/// and an owned buffer.
+/// W3: the guards alone (acquire 4 KiB, write 8 bytes, release: borrowed,
+/// owned and striped), then acquire a buffer, write every byte, release;
+/// 4 KiB and 64 KiB.
 fn w3(b: &mut Bench<'_>) -> Vec<Outcome> {
     let pool = Arc::new(
         BufferPool::builder()
             .build()
             .expect("the default configuration is valid"),
     );
+    let mut outcomes = vec![w3_guards(b, &pool)];
+    outcomes.extend(w3_fill(b, &pool));
+    outcomes
+}
+
+/// W3's first table: the guards' cost, the fill of the other tables
+/// would hide it: a borrowed buffer, an owned one, a striped pool's, and
+/// `Vec::with_capacity`.
+fn w3_guards(b: &mut Bench<'_>, pool: &Arc<BufferPool>) -> Outcome {
+    let striped = w4_striped_pool();
     let size = 4 << 10;
     let mut contenders = vec![
-        Contender::new("buffer_pool", |n| w3_touch_pool(&pool, size, n)),
-        Contender::new("buffer_pool_owned", |n| w3_touch_pool_owned(&pool, size, n)),
+        Contender::new("buffer_pool", |n| w3_touch_pool(pool, size, n)),
+        Contender::new("buffer_pool_owned", |n| w3_touch_pool_owned(pool, size, n)),
+        Contender::new("buffer_pool_striped", |n| w3_touch_pool(&striped, size, n)),
         Contender::new("vec_with_capacity", move |n| {
             w3_touch_vec_with_capacity(size, n)
         }),
     ];
     let results = b.measure("W3 guards", &mut contenders);
-    let mut guards = Outcome::new(
+    drop(contenders);
+    let mut o = Outcome::new(
         "W3",
         "acquire 4 KiB + write 8 bytes + release: the guards".to_string(),
         Unit::NsPerOp,
@@ -335,47 +362,59 @@ fn w3(b: &mut Bench<'_>) -> Vec<Outcome> {
         b.alloc,
         results,
     );
-    guards.notes.push(targets::ratio(
+    o.notes.push(targets::ratio(
         "buffer_pool_owned's time <= 1.5x buffer_pool's",
         Check::AtMost(1.5),
-        guards.speedup("buffer_pool_owned"),
+        o.speedup("buffer_pool_owned"),
     ));
-    let fills = [4usize << 10, 64 << 10].into_iter().map(|size| {
-        let mut contenders = vec![
-            Contender::new("buffer_pool", |n| w3_fill_pool(&pool, size, n)),
-            Contender::new("vec_with_capacity", move |n| {
-                w3_fill_vec_with_capacity(size, n)
-            }),
-            Contender::new("vec_zeroed", move |n| w3_fill_vec_zeroed(size, n)),
-        ];
-        let label = format!("W3 {} KiB", size >> 10);
-        let results = b.measure(&label, &mut contenders);
-        let mut o = Outcome::new(
-            "W3",
-            format!("acquire + fill every byte + release, {} KiB", size >> 10),
-            Unit::NsPerOp,
-            "buffer_pool",
-            b.alloc,
-            results,
-        );
-        o.notes.push(targets::ratio(
-            &format!(
-                "buffer_pool never slower than vec_with_capacity at {} KiB",
-                size >> 10
-            ),
-            Check::AtLeast(1.0),
-            o.speedup("vec_with_capacity"),
-        ));
-        if size == 64 << 10 {
+    o.notes.push(targets::ratio(
+        "buffer_pool_striped's time <= 1.5x buffer_pool's",
+        Check::AtMost(1.5),
+        o.speedup("buffer_pool_striped"),
+    ));
+    o
+}
+
+/// W3's fill tables.
+fn w3_fill(b: &mut Bench<'_>, pool: &BufferPool) -> Vec<Outcome> {
+    [4usize << 10, 64 << 10]
+        .into_iter()
+        .map(|size| {
+            let mut contenders = vec![
+                Contender::new("buffer_pool", |n| w3_fill_pool(pool, size, n)),
+                Contender::new("vec_with_capacity", move |n| {
+                    w3_fill_vec_with_capacity(size, n)
+                }),
+                Contender::new("vec_zeroed", move |n| w3_fill_vec_zeroed(size, n)),
+            ];
+            let label = format!("W3 {} KiB", size >> 10);
+            let results = b.measure(&label, &mut contenders);
+            let mut o = Outcome::new(
+                "W3",
+                format!("acquire + fill every byte + release, {} KiB", size >> 10),
+                Unit::NsPerOp,
+                "buffer_pool",
+                b.alloc,
+                results,
+            );
             o.notes.push(targets::ratio(
-                "buffer_pool >= 2x vec_zeroed at 64 KiB",
-                Check::AtLeast(2.0),
-                o.speedup("vec_zeroed"),
+                &format!(
+                    "buffer_pool never slower than vec_with_capacity at {} KiB",
+                    size >> 10
+                ),
+                Check::AtLeast(1.0),
+                o.speedup("vec_with_capacity"),
             ));
-        }
-        o
-    });
-    std::iter::once(guards).chain(fills).collect()
+            if size == 64 << 10 {
+                o.notes.push(targets::ratio(
+                    "buffer_pool >= 2x vec_zeroed at 64 KiB",
+                    Check::AtLeast(2.0),
+                    o.speedup("vec_zeroed"),
+                ));
+            }
+            o
+        })
+        .collect()
 }
 
 /// W4: Jetty's mix, page-touch variant, all 16 sizes and a fixed few.
@@ -555,8 +594,8 @@ fn w6(b: &mut Bench<'_>) -> Vec<Outcome> {
     );
     o.notes.push(recycler_note(&recyclers[0].1.stats()));
     o.notes.push(targets::ratio(
-        "recycler_striped >= 2x sharded_slab",
-        Check::AtLeast(2.0),
+        "recycler_striped >= 4x sharded_slab",
+        Check::AtLeast(4.0),
         o.speedup_of("recycler_striped", "sharded_slab"),
     ));
     vec![o]
