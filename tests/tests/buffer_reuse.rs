@@ -223,34 +223,36 @@ fn limited(bytes: usize) -> Arc<BufferPool> {
     Arc::new(BufferPool::builder().memory_limit(bytes).build().unwrap())
 }
 
-/// A release handed whole to the first waiter frees nothing, but the
-/// waiter behind it, held up only by first come, first served, fits in the
-/// memory already free: it is served at once. (It used to sleep until the
-/// next release, with its memory free.)
+/// A waiter that fits in the memory free is served at once, past the first
+/// waiter, which does not fit; a release then is handed whole to that first
+/// one. (It used to sleep behind the first, with its memory free.)
 #[test]
-fn the_waiter_behind_one_handed_a_buffer_is_served_on_the_free_memory() {
+fn a_waiter_that_fits_the_free_memory_passes_the_first() {
     let pool = limited(16 * KIB);
     let a = pool.acquire_owned(8 * KIB);
     let b = pool.acquire_owned(4 * KIB);
-    // 4 KiB free: not enough for the first, and the second is behind it.
+    // 4 KiB free: not enough for the first; enough for the second.
     let mut first: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
     let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
     assert!(poll(&mut first).is_pending());
-    assert!(poll(&mut second).is_pending(), "behind the first");
+    let Poll::Ready(Ok(y)) = poll(&mut second) else {
+        panic!("the second sleeps with its 4 KiB free: {}", pool.stats());
+    };
     drop(a); // handed to the first, whole: nothing freed
     let Poll::Ready(Ok(x)) = poll(&mut first) else {
         panic!("handed the 8 KiB buffer");
     };
-    let Poll::Ready(Ok(y)) = poll(&mut second) else {
-        panic!("the second sleeps with its 4 KiB free: {}", pool.stats());
-    };
     assert_eq!((x.capacity(), y.capacity()), (8 * KIB, 4 * KIB));
+    assert_eq!(pool.stats().bucket(8 * KIB).unwrap().pooled, 1);
     drop((x, y, b));
     assert_buffers_counted(&pool.stats());
 }
 
+/// A release goes to the first waiter it serves: past the first one if
+/// that one is too large for it and its bytes freed would not serve it
+/// either; a larger one to the first waiter, shrunk to its request.
 #[test]
-fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
+fn a_release_serves_the_first_waiter_it_fits() {
     let pool = limited(24 * KIB);
     let big = pool.acquire_owned(16 * KIB);
     let small = pool.acquire_owned(4 * KIB);
@@ -260,24 +262,22 @@ fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
     let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
     assert!(poll(&mut first).is_pending());
     assert!(poll(&mut second).is_pending());
-    // 4 KiB back: too small for the first; not handed to the second (FIFO),
-    // freed; the first still does not fit, so nobody is served.
+    // 4 KiB back: too small for the first, and freed it would not make 8
+    // KiB free: handed to the second, which passes the first.
     drop(small);
-    assert!(poll(&mut second).is_pending(), "behind the first");
+    let Poll::Ready(Ok(b)) = poll(&mut second) else {
+        panic!("handed the 4 KiB buffer");
+    };
     assert!(poll(&mut first).is_pending());
-    // 16 KiB back: handed to the first, which shrinks it to its 8 KiB; the
-    // 8 KiB that frees serve the second.
+    // 16 KiB back: handed to the first, which shrinks it to its 8 KiB.
     drop(big);
     let Poll::Ready(Ok(a)) = poll(&mut first) else {
         panic!("handed the buffer");
     };
-    assert_eq!(a.capacity(), 8 * KIB);
-    let Poll::Ready(Ok(b)) = poll(&mut second) else {
-        panic!("served");
-    };
-    assert_eq!(b.capacity(), 4 * KIB);
+    assert_eq!((a.capacity(), b.capacity()), (8 * KIB, 4 * KIB));
     let s = pool.stats();
     assert_eq!(s.bucket(8 * KIB).unwrap().pooled, 1, "a hit: {s}");
+    assert_eq!(s.bucket(4 * KIB).unwrap().pooled, 1, "a hit: {s}");
     assert_eq!(s.allocated_memory, 16 * KIB as u64, "{s}");
     drop((a, b, other));
     assert_books_with_all_back(&pool.stats());

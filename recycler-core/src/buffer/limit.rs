@@ -125,13 +125,17 @@ impl PoolShared {
     }
 
     /// Charges `bytes` to the ledger; at the limit, frees idle buffers
-    /// ([`free_idle`](Self::free_idle)) and retries, a few times.
+    /// ([`free_idle`](Self::free_idle)) and retries, a few times. A request
+    /// that does not wait passes the waiters (the ledger's
+    /// [`charge_unqueued`](super::ledger::Ledger::charge_unqueued)): while
+    /// one of them is closed (passed as often as it may be), the memory free
+    /// is kept for it, and this fails at once, as at the limit.
     pub(crate) fn charge_with_reclaim(&self, bytes: usize) -> Result<(), AcquireError> {
         const RECLAIMS: u32 = 3;
         let want = bytes as u64;
         let mut reclaims = 0;
         loop {
-            let Err(allocated) = self.ledger().charge(want) else {
+            let Err(allocated) = self.ledger().charge_unqueued(want) else {
                 return Ok(());
             };
             let limit = self.ledger().limit().unwrap_or(u64::MAX);
@@ -141,7 +145,9 @@ impl PoolShared {
                 allocated,
                 limit,
             };
-            if want > limit || reclaims == RECLAIMS {
+            let short = allocated.saturating_add(want).saturating_sub(limit);
+            // `short` 0: room, but kept for a closed waiter.
+            if want > limit || short == 0 || reclaims == RECLAIMS {
                 return Err(fail);
             }
             if reclaims == 0 {
@@ -154,7 +160,6 @@ impl PoolShared {
                 }
             }
             reclaims += 1;
-            let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
             if self.free_idle(short, allocated) == 0 {
                 return Err(fail);
             }
@@ -314,21 +319,6 @@ impl PoolShared {
                 return;
             }
             self.grant_idle_to_waiters();
-        }
-    }
-
-    /// Frees idle buffers it can reach worth what `want` more bytes would
-    /// take past the limit, for the waiters (`want`: the bytes of those not
-    /// yet granted, up to the one that asks). The frees serve the queue
-    /// themselves.
-    pub(crate) fn reclaim_for(&self, want: u64) {
-        let Some(limit) = self.ledger().limit() else {
-            return;
-        };
-        let allocated = self.ledger().allocated();
-        let short = allocated.saturating_add(want).saturating_sub(limit);
-        if short > 0 {
-            self.free_idle(short, allocated);
         }
     }
 }

@@ -349,7 +349,11 @@ impl PoolShared {
         // that of the next one behind it.
         let first = self
             .bucket_of_capacity(buf.capacity())
-            .and_then(|_| self.ledger().waiters().first_for_buffer())
+            .and_then(|_| {
+                self.ledger()
+                    .waiters()
+                    .target_for_buffer(self.ledger(), buf.capacity() as u64)
+            })
             .and_then(|(want, next)| Some((usize::try_from(want).ok()?, next)))
             .filter(|&(want, _)| want <= buf.capacity());
         let Some((want, next)) = first else {
