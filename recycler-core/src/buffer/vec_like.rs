@@ -399,8 +399,10 @@ macro_rules! buf_api {
                 /// # Errors
                 ///
                 /// At once: [`AcquireError::TooLarge`] for a size no buffer can
-                /// have, [`AcquireError::LimitExceeded`] if the growth alone
-                /// adds more than the limit (no wait could end);
+                /// have, [`AcquireError::LimitExceeded`] if the capacity the
+                /// buffer would grow to is larger than the limit (no wait could
+                /// end: the buffer keeps its own bytes while it waits; `needed`
+                /// is then that capacity);
                 /// [`AcquireError::AllocFailed`] if the allocator fails.
                 ///
                 /// # Cancel safety

@@ -393,7 +393,8 @@ impl<'g> WaitToGrow<'g> {
     }
 
     /// The growth's target capacity and the bytes it adds, or why it can
-    /// never be had: a size no buffer can have, or more than the limit.
+    /// never be had: a size no buffer can have, or a capacity (the bytes
+    /// the buffer has and those it adds) larger than the limit.
     fn plan(&mut self) -> Result<(usize, u64), AcquireError> {
         let pool = self.pool;
         let len = self.loan.len();
@@ -407,9 +408,14 @@ impl<'g> WaitToGrow<'g> {
         let target = pool.growth_target(buf, needed)?;
         let extra = (target - buf.capacity()) as u64;
         match pool.ledger().limit() {
-            Some(limit) if extra > limit => Err(AcquireError::LimitExceeded {
+            // The buffer's bytes and the growth's together: the buffer
+            // keeps its own while it waits, so past the limit no release
+            // can ever make room (it waited for ever, at the head of the
+            // queue, with 12 KiB of a 16 KiB limit free). `needed` is the
+            // whole capacity, past the limit, so the error says so.
+            Some(limit) if target as u64 > limit => Err(AcquireError::LimitExceeded {
                 requested: needed,
-                needed: extra as usize,
+                needed: target,
                 allocated: pool.ledger().allocated(),
                 limit,
             }),
