@@ -261,11 +261,13 @@ fn plain_acquire_at_the_limit_is_an_overdraft_freed_when_released() {
     assert_eq!((s.buckets[0].idle, s.overdraft_memory), (0, 0), "{s}");
     // The next acquire of the bucket finds no 4 KiB buffer: the overdraft
     // was not pooled. (The limit is full of `held`, idle now, so it takes
-    // that larger idle buffer rather than evict it to allocate 4 KiB:
-    // `docs/buffers.md`, "Serving from larger buffers at the limit".)
+    // that larger idle buffer, shrunk to 4 KiB, rather than evict it to
+    // allocate 4 KiB: `docs/buffers.md`, "Serving from larger buffers at
+    // the limit".)
     drop(held);
     let again = pool.acquire(100);
-    assert_eq!(again.capacity(), 8 * KIB);
+    assert_eq!(again.capacity(), 4 * KIB);
+    assert_eq!(pool.stats().buckets[1].pooled, 1, "a hit of its bucket");
     let s = pool.stats();
     assert_eq!(
         (s.buckets[0].pooled, s.buckets[0].non_pooled),

@@ -559,9 +559,9 @@ impl<B> WaitQueue<B> {
     /// `bytes`, the buffer's capacity, and wakes it: the buffer's memory,
     /// still allocated, is its grant, even when it is more than the waiter
     /// asked for (the release shrinks a larger buffer to the request
-    /// first, `PoolShared::release_to_waiters`, if the allocator can,
-    /// unless it keeps it whole for the waiter behind; an idle buffer
-    /// granted is never shrunk: `super::limit`). The waiter is the first
+    /// first, `PoolShared::release_to_waiters`, if the allocator can; an
+    /// idle buffer is granted only to a request of its own bucket:
+    /// `super::limit`). The waiter is the first
     /// one not yet granted if the buffer serves it; else, unless freeing the
     /// buffer would serve that first waiter or it is closed, the first one
     /// behind it that the buffer serves (a pass, as in
@@ -591,40 +591,21 @@ impl<B> WaitQueue<B> {
 
     /// The bytes the waiter wants that a released buffer of `bytes` bytes
     /// would be granted to now (see [`grant_buffer`](Self::grant_buffer)),
-    /// and the bytes the next waiter not yet granted behind that one wants
-    /// (0: none), for a release to weigh whether the part of a larger
-    /// buffer beyond the request would serve that one.
-    pub(crate) fn target_for_buffer(&self, ledger: &Ledger<B>, bytes: u64) -> Option<(u64, u64)> {
+    /// for the release to shrink a larger buffer to that request first.
+    pub(crate) fn target_for_buffer(&self, ledger: &Ledger<B>, bytes: u64) -> Option<u64> {
         let q = self.lock();
         let i = q.buffer_target(bytes, ledger.free_bytes())?;
-        let next = q
-            .entries
-            .iter()
-            .skip(i + 1)
-            .find(|e| !e.granted)
-            .map_or(0, |e| e.bytes);
-        Some((q.entries[i].bytes, next))
+        Some(q.entries[i].bytes)
     }
 
     /// The bytes the first waiter not yet granted wants, if a released
-    /// buffer may serve it (see [`grant_buffer`](Self::grant_buffer)), and the
-    /// bytes the next waiter not yet granted behind it wants (0: none): the
+    /// buffer may serve it (see [`grant_buffer`](Self::grant_buffer)): the
     /// request the calling thread's idle buffers are granted to first
     /// (`PoolShared::grant_idle_to_waiters`).
-    pub(crate) fn first_for_buffer(&self) -> Option<(u64, u64)> {
+    pub(crate) fn first_for_buffer(&self) -> Option<u64> {
         let q = self.lock();
-        let i = q.first_ungranted()?;
-        let entry = &q.entries[i];
-        if !entry.takes_buffer {
-            return None;
-        }
-        let next = q
-            .entries
-            .iter()
-            .skip(i + 1)
-            .find(|e| !e.granted)
-            .map_or(0, |e| e.bytes);
-        Some((entry.bytes, next))
+        let entry = &q.entries[q.first_ungranted()?];
+        entry.takes_buffer.then_some(entry.bytes)
     }
 
     /// The id and the bytes of the first waiter not yet granted, if any.

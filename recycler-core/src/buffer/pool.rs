@@ -169,7 +169,8 @@ impl BufferPool {
     /// A buffer of at least `capacity` bytes, or why there is none.
     ///
     /// At the `memory_limit`, first takes the smallest larger idle buffer
-    /// of this thread's caches, if its own bucket has none (see
+    /// of this thread's caches, shrunk to the request, if its own bucket
+    /// has none (see
     /// `docs/buffers.md`, "Serving from larger buffers at the limit"); else
     /// frees idle buffers it can reach (this thread's caches, the depots,
     /// the inboxes) and retries.

@@ -234,8 +234,8 @@ fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
     assert_eq!(ledger.allocated(), 100);
 }
 
-/// What a release weighs: the first waiter not yet granted, and the
-/// next one behind it (a wait for a growth takes no buffer).
+/// What a thread's idle buffers are granted to: the first waiter not yet
+/// granted, if it takes a buffer (a wait for a growth does not).
 #[test]
 fn the_first_and_the_next_not_yet_granted() {
     let ledger = Ledger::new(Some(100));
@@ -249,10 +249,10 @@ fn the_first_and_the_next_not_yet_granted() {
     q.join(&ledger, 30, Wake::Task(wb));
     q.join_for(&ledger, 10, Wake::Task(wc), false);
     assert_eq!(q.first(), Some((0, 60)));
-    assert_eq!(q.first_for_buffer(), Some((60, 30)));
+    assert_eq!(q.first_for_buffer(), Some(60));
     ledger.free(60); // grants the first
     assert_eq!(q.first(), Some((1, 30)));
-    assert_eq!(q.first_for_buffer(), Some((30, 10)));
+    assert_eq!(q.first_for_buffer(), Some(30));
     ledger.free(30); // and the second
     assert_eq!(q.first(), Some((2, 10)));
     assert_eq!(q.first_for_buffer(), None, "a growth's wait");
@@ -270,7 +270,7 @@ fn a_released_buffer_passes_a_first_waiter_it_cannot_serve() {
     let (b, wb) = waker();
     q.join(&ledger, 60, Wake::Task(wa));
     q.join(&ledger, 20, Wake::Task(wb));
-    assert_eq!(q.target_for_buffer(&ledger, 20), Some((20, 0)));
+    assert_eq!(q.target_for_buffer(&ledger, 20), Some(20));
     assert!(q.grant_buffer(&ledger, 20, Box::new(2)).is_ok());
     assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 1));
     assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(Some(_))));
@@ -284,7 +284,7 @@ fn a_released_buffer_passes_a_first_waiter_it_cannot_serve() {
     );
     assert!(q.grant_buffer(&ledger, 10, Box::new(1)).is_err());
     ledger.charge(20).unwrap(); // 30 free: freed, it would not
-    assert_eq!(q.target_for_buffer(&ledger, 10), Some((10, 0)));
+    assert_eq!(q.target_for_buffer(&ledger, 10), Some(10));
     q.lock().entries[0].passed = PASSES; // closed
     assert_eq!(q.target_for_buffer(&ledger, 10), None, "closed");
     ledger.free(20); // 50 free
