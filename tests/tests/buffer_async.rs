@@ -657,7 +657,11 @@ fn prefill_stays_within_every_limit() {
     assert_eq!(pool.prefill(4096, 0).unwrap(), 0);
     // Above `max_capacity`: no bucket, nothing pooled.
     assert_eq!(pool.prefill(65_537, 4).unwrap(), 0);
-    assert_eq!(pool.prefill(usize::MAX, 4).unwrap(), 0);
+    // A size no buffer can have: a typed error.
+    assert!(matches!(
+        pool.prefill(usize::MAX, 4),
+        Err(AcquireError::TooLarge { .. })
+    ));
     assert_eq!(pool.stats().oversize.acquires, 0);
 
     // The idle cap: never evicts other buckets to make room.

@@ -319,7 +319,9 @@ impl BufferPool {
     ///
     /// # Errors
     ///
-    /// Only when not even one buffer could be made:
+    /// [`AcquireError::TooLarge`] for a size no buffer can have (as
+    /// `try_acquire`: above `isize::MAX` less the alignment). Otherwise only
+    /// when not even one buffer could be made:
     /// [`AcquireError::LimitExceeded`] when the memory limit has no room
     /// for one (nothing idle is freed to make room), and
     /// [`AcquireError::AllocFailed`] if the allocator fails. Once one buffer
