@@ -41,6 +41,9 @@ pub struct RecyclerBuilder<T> {
     factory: Factory<T>,
     max_capacity_per_thread: usize,
     batch_size: usize,
+    /// Whether `batch_size` was set (the default one is capped at the
+    /// capacity silently; one set above it is an error).
+    batch_size_set: bool,
     ratio: usize,
     depot_capacity: Option<usize>,
     max_idle_bytes: Option<usize>,
@@ -55,6 +58,7 @@ impl<T> RecyclerBuilder<T> {
             factory,
             max_capacity_per_thread: Config::DEFAULT.max_capacity_per_thread,
             batch_size: Config::DEFAULT.batch_size,
+            batch_size_set: false,
             ratio: Config::DEFAULT.ratio,
             depot_capacity: None,
             max_idle_bytes: None,
@@ -103,8 +107,10 @@ impl<T> RecyclerBuilder<T> {
 
     /// Objects moved at a time (Netty's chunk size, default 32): from the
     /// inbox into a cache, from a cache to the depot and back, and from a
-    /// releasing thread to an object's home. At least 1, at most 65536;
-    /// capped at `max_capacity_per_thread`.
+    /// releasing thread to an object's home. At least 1, at most 65536,
+    /// and at most `max_capacity_per_thread` when that is not 0 (the
+    /// default batch is capped at a smaller capacity; a batch set above it
+    /// is an error).
     ///
     /// # Examples
     ///
@@ -114,10 +120,17 @@ impl<T> RecyclerBuilder<T> {
     /// let pool = Recycler::<Vec<u8>>::builder().batch_size(64).build()?;
     /// # drop(pool);
     /// assert!(Recycler::<Vec<u8>>::builder().batch_size(0).build().is_err());
+    /// let err = Recycler::<Vec<u8>>::builder()
+    ///     .batch_size(64)
+    ///     .max_capacity_per_thread(16)
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(err.to_string().starts_with("`batch_size` is 64, above `max_capacity_per_thread`"));
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     pub fn batch_size(mut self, n: usize) -> Self {
         self.batch_size = n;
+        self.batch_size_set = true;
         self
     }
 
@@ -381,6 +394,15 @@ impl<T> RecyclerBuilder<T> {
                 max: MAX_BATCH_SIZE,
             });
         }
+        let max = self.max_capacity_per_thread;
+        if self.batch_size_set && max != 0 && self.batch_size > max {
+            return Err(ConfigError::Above {
+                field: "batch_size",
+                value: self.batch_size,
+                other: "max_capacity_per_thread",
+                other_value: max,
+            });
+        }
         if self.ratio == 0 {
             return Err(ConfigError::Zero { field: "ratio" });
         }
@@ -409,7 +431,6 @@ impl<T> RecyclerBuilder<T> {
                 Some(stripe_count(n))
             }
         };
-        let max = self.max_capacity_per_thread;
         Ok(Config {
             max_capacity_per_thread: max,
             batch_size: if max == 0 {

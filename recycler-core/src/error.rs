@@ -71,6 +71,35 @@ pub enum ConfigError {
         /// The setting it conflicts with.
         other: &'static str,
     },
+    /// A setting that means nothing without another one.
+    Requires {
+        /// The setting's builder method (and its value, where it matters).
+        field: &'static str,
+        /// The setting it needs.
+        needs: &'static str,
+    },
+    /// A setting above another that bounds it.
+    Above {
+        /// The setting's builder method.
+        field: &'static str,
+        /// Its value.
+        value: usize,
+        /// The setting it must not be above.
+        other: &'static str,
+        /// That setting's value.
+        other_value: usize,
+    },
+    /// A setting that must divide another one, and does not.
+    NotDivisor {
+        /// The setting's builder method.
+        field: &'static str,
+        /// Its value.
+        value: usize,
+        /// The setting it must divide.
+        of: &'static str,
+        /// That setting's value.
+        of_value: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -104,6 +133,27 @@ impl fmt::Display for ConfigError {
             Self::Conflict { field, other } => {
                 write!(f, "`{field}` cannot be combined with `{other}`")
             }
+            Self::Requires { field, needs } => {
+                write!(f, "`{field}` needs `{needs}`, which is not set")
+            }
+            Self::Above {
+                field,
+                value,
+                other,
+                other_value,
+            } => write!(
+                f,
+                "`{field}` is {value}, above `{other}` ({other_value}); it must be at most that"
+            ),
+            Self::NotDivisor {
+                field,
+                value,
+                of,
+                of_value,
+            } => write!(
+                f,
+                "`{field}` is {value}; it must divide `{of}` ({of_value})"
+            ),
         }
     }
 }
@@ -237,3 +287,40 @@ impl AcquireError {
 }
 
 impl Error for AcquireError {}
+
+/// An acquire's error as an I/O error, so that `?` works in functions that
+/// return `io::Result`: the memory limit (a wait that gave up included:
+/// `acquire_timeout` reports its deadline as the limit's numbers then) and
+/// the allocator failing are [`OutOfMemory`](std::io::ErrorKind::OutOfMemory),
+/// as `io::Write` into a buffer at the limit reports it; a size no buffer
+/// can have is [`InvalidInput`](std::io::ErrorKind::InvalidInput). The
+/// error itself is kept as the source.
+///
+/// # Examples
+///
+/// ```
+/// use std::io;
+/// use recycler_core::buffer::BufferPool;
+///
+/// fn respond(pool: &BufferPool) -> io::Result<usize> {
+///     let buf = pool.try_acquire(8192)?; // no `map_err`
+///     Ok(buf.capacity())
+/// }
+///
+/// let pool = BufferPool::builder().memory_limit(4096).build()?;
+/// let err = respond(&pool).unwrap_err();
+/// assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
+/// assert!(err.to_string().contains("`memory_limit` exceeded"));
+/// # Ok::<(), recycler_core::ConfigError>(())
+/// ```
+impl From<AcquireError> for std::io::Error {
+    fn from(err: AcquireError) -> Self {
+        let kind = match err {
+            AcquireError::TooLarge { .. } => std::io::ErrorKind::InvalidInput,
+            AcquireError::LimitExceeded { .. } | AcquireError::AllocFailed { .. } => {
+                std::io::ErrorKind::OutOfMemory
+            }
+        };
+        std::io::Error::new(kind, err)
+    }
+}

@@ -883,8 +883,8 @@ fn recycler_builder_extremes() {
     // Accepted extremes, each still hands out and takes back objects.
     let builders = [
         b().batch_size(1),
-        b().batch_size(65536),
-        b().batch_size(65536).max_capacity_per_thread(1),
+        b().batch_size(65536).max_capacity_per_thread(65536),
+        b().batch_size(65536).max_capacity_per_thread(0),
         b().max_capacity_per_thread(0),
         b().max_capacity_per_thread(1),
         b().max_capacity_per_thread(usize::MAX),
@@ -1061,7 +1061,15 @@ fn prefill_extremes() {
         .memory_limit(64 * 1024)
         .build()
         .unwrap();
-    assert_eq!(bufs.prefill(usize::MAX, usize::MAX), Ok(0));
+    // A size no buffer can have: the typed error (it was `Ok(0)`).
+    assert_eq!(
+        bufs.prefill(usize::MAX, usize::MAX),
+        Err(AcquireError::TooLarge {
+            requested: usize::MAX,
+            max: isize::MAX as usize,
+        })
+    );
+    assert_eq!(bufs.prefill(100_000, 1), Ok(0), "oversize: never pooled");
     assert_eq!(bufs.prefill(0, 0), Ok(0));
     assert_eq!(bufs.prefill(0, usize::MAX), Ok(8), "the depot holds 4 × 2");
     // 32 KiB are allocated: no room for one 64 KiB buffer, a typed error.
@@ -1183,4 +1191,136 @@ fn async_timeout_and_pooled_only_extremes() {
         4096
     );
     common::assert_buffers_counted(&pool.stats());
+}
+
+/// Settings that contradict one another are refused by `build()`, each
+/// error naming the setting the user set (they were accepted silently, or
+/// blamed another setting).
+#[test]
+fn contradicting_settings_name_the_one_set() {
+    let err = BufferPool::builder().bucket_step(3000).build().unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::NotDivisor {
+            field: "bucket_step",
+            value: 3000,
+            of: "max_capacity",
+            of_value: 65536,
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "`bucket_step` is 3000; it must divide `max_capacity` (65536)"
+    );
+    // Both set: the one that does not divide the other is still named.
+    assert!(matches!(
+        BufferPool::builder()
+            .bucket_step(3000)
+            .max_capacity(10_000)
+            .build(),
+        Err(ConfigError::NotMultiple {
+            field: "max_capacity",
+            ..
+        })
+    ));
+    let err = BufferPool::builder().hard_limit(true).build().unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Requires {
+            field: "hard_limit(true)",
+            needs: "memory_limit",
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "`hard_limit(true)` needs `memory_limit`, which is not set"
+    );
+    assert!(BufferPool::builder().hard_limit(false).build().is_ok());
+    let err = BufferPool::builder()
+        .memory_limit(1 << 20)
+        .max_idle_memory(2 << 20)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Above {
+            field: "max_idle_memory",
+            value: 2 << 20,
+            other: "memory_limit",
+            other_value: 1 << 20,
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "`max_idle_memory` is 2097152, above `memory_limit` (1048576); it must be at most that"
+    );
+    assert!(
+        BufferPool::builder()
+            .memory_limit(1 << 20)
+            .max_idle_memory(1 << 20)
+            .build()
+            .is_ok()
+    );
+    let err = Recycler::<Vec<u8>>::builder()
+        .batch_size(64)
+        .max_capacity_per_thread(16)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Above {
+            field: "batch_size",
+            value: 64,
+            other: "max_capacity_per_thread",
+            other_value: 16,
+        }
+    );
+    // The default batch (32) is capped at a smaller capacity, as before.
+    assert!(
+        Recycler::<Vec<u8>>::builder()
+            .max_capacity_per_thread(16)
+            .build()
+            .is_ok()
+    );
+}
+
+/// `?` turns an acquire's error into an `io::Error` of the kind
+/// `io::Write` reports: the limit and the allocator `OutOfMemory`, a size
+/// no buffer can have `InvalidInput`; the error is kept as the source.
+#[test]
+fn acquire_errors_are_io_errors() {
+    fn acquire(pool: &BufferPool, n: usize) -> std::io::Result<usize> {
+        Ok(pool.try_acquire(n)?.capacity())
+    }
+    let pool = BufferPool::builder().memory_limit(4096).build().unwrap();
+    let err = acquire(&pool, 8192).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory);
+    let inner = err.get_ref().and_then(|e| e.downcast_ref::<AcquireError>());
+    assert!(matches!(
+        inner,
+        Some(AcquireError::LimitExceeded {
+            requested: 8192,
+            ..
+        })
+    ));
+    let err = acquire(&pool, usize::MAX).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    let err: std::io::Error = AcquireError::AllocFailed {
+        requested: 1,
+        alignment: 1,
+    }
+    .into();
+    assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory);
+    let timed_out = pool.acquire(4096);
+    let err = std::io::Error::from(
+        pool.acquire_timeout(4096, std::time::Duration::from_millis(1))
+            .unwrap_err(),
+    );
+    assert_eq!(
+        err.kind(),
+        std::io::ErrorKind::OutOfMemory,
+        "a wait that gave up"
+    );
+    drop(timed_out);
+    assert_eq!(acquire(&pool, 1).unwrap(), 4096);
 }

@@ -128,8 +128,11 @@ fn waiters_are_served_first_come_first_served() {
     assert_eq!((s.allocated_memory, s.idle_memory), (4096, 4096), "{s}");
 }
 
+/// A waiter that fits the memory free is served past a first one that
+/// does not (it used to wait behind it, with its memory free); the first
+/// is served once its memory is freed.
 #[test]
-fn the_first_waiter_holds_up_smaller_ones_behind_it() {
+fn a_small_waiter_passes_a_big_one_that_does_not_fit() {
     let pool = limited(16 * KIB);
     let log = Arc::new(Mutex::new(Vec::new()));
     let a = pool.acquire(8 * KIB);
@@ -138,17 +141,17 @@ fn the_first_waiter_holds_up_smaller_ones_behind_it() {
     let mut small = pool.acquire_async(4 * KIB);
     assert!(poll(&mut big, &named(0, &log)).is_pending());
     assert!(poll(&mut small, &named(1, &log)).is_pending());
-    drop(a); // 8 KiB free: enough for the small one, but the big one is first
-    assert!(log.lock().unwrap().is_empty());
-    assert_eq!(pool.stats().allocated_memory, 8 * KIB as u64);
-    drop(b);
-    assert_eq!(*log.lock().unwrap(), [0]);
-    let Poll::Ready(Ok(big_buf)) = poll(&mut big, &named(0, &log)) else {
-        panic!("the big one first");
+    drop(a); // 8 KiB free: enough for the small one, not for the big one
+    assert_eq!(*log.lock().unwrap(), [1]);
+    let Poll::Ready(Ok(small_buf)) = poll(&mut small, &named(1, &log)) else {
+        panic!("the small one passed the big one");
     };
-    drop(big_buf);
-    assert_eq!(*log.lock().unwrap(), [0, 1]);
-    assert!(poll(&mut small, &named(1, &log)).is_ready());
+    assert_eq!(pool.stats().allocated_memory, 12 * KIB as u64);
+    drop(b);
+    assert_eq!(*log.lock().unwrap(), [1], "12 KiB free: not yet 16");
+    drop(small_buf);
+    assert_eq!(*log.lock().unwrap(), [1, 0]);
+    assert!(poll(&mut big, &named(0, &log)).is_ready());
 }
 
 #[test]
@@ -654,7 +657,11 @@ fn prefill_stays_within_every_limit() {
     assert_eq!(pool.prefill(4096, 0).unwrap(), 0);
     // Above `max_capacity`: no bucket, nothing pooled.
     assert_eq!(pool.prefill(65_537, 4).unwrap(), 0);
-    assert_eq!(pool.prefill(usize::MAX, 4).unwrap(), 0);
+    // A size no buffer can have: a typed error.
+    assert!(matches!(
+        pool.prefill(usize::MAX, 4),
+        Err(AcquireError::TooLarge { .. })
+    ));
     assert_eq!(pool.stats().oversize.acquires, 0);
 
     // The idle cap: never evicts other buckets to make room.

@@ -261,11 +261,13 @@ fn plain_acquire_at_the_limit_is_an_overdraft_freed_when_released() {
     assert_eq!((s.buckets[0].idle, s.overdraft_memory), (0, 0), "{s}");
     // The next acquire of the bucket finds no 4 KiB buffer: the overdraft
     // was not pooled. (The limit is full of `held`, idle now, so it takes
-    // that larger idle buffer rather than evict it to allocate 4 KiB:
-    // `docs/buffers.md`, "Serving from larger buffers at the limit".)
+    // that larger idle buffer, shrunk to 4 KiB, rather than evict it to
+    // allocate 4 KiB: `docs/buffers.md`, "Serving from larger buffers at
+    // the limit".)
     drop(held);
     let again = pool.acquire(100);
-    assert_eq!(again.capacity(), 8 * KIB);
+    assert_eq!(again.capacity(), 4 * KIB);
+    assert_eq!(pool.stats().buckets[1].pooled, 1, "a hit of its bucket");
     let s = pool.stats();
     assert_eq!(
         (s.buckets[0].pooled, s.buckets[0].non_pooled),
@@ -295,12 +297,12 @@ fn a_buffer_partly_on_the_ledger_frees_exactly_its_charged_bytes() {
     drop(filler);
     pool.trim();
     assert_eq!(pool.stats().allocated_memory, 4 * KIB as u64);
-    buf.resize(9 * KIB, 9); // 8 KiB to 16 KiB: 8 KiB more, with room
-    assert_eq!(buf.capacity(), 16 * KIB);
+    buf.resize(9 * KIB, 9); // 8 KiB to 12 KiB (what it needs): 4 KiB more, with room
+    assert_eq!(buf.capacity(), 12 * KIB);
     let s = pool.stats();
     assert_eq!(
         (s.allocated_memory, s.overdraft_memory),
-        (12 * KIB as u64, 4 * KIB as u64),
+        (8 * KIB as u64, 4 * KIB as u64),
         "{s}"
     );
     assert_eq!(s.overdrafts, 1, "{s}");
@@ -309,7 +311,7 @@ fn a_buffer_partly_on_the_ledger_frees_exactly_its_charged_bytes() {
     let s = pool.stats();
     assert_quiet(&s);
     assert_eq!(s.allocated_memory, 0, "freed exactly what was charged: {s}");
-    assert_eq!(s.bucket(16 * KIB).unwrap().idle, 0, "never pooled: {s}");
+    assert_eq!(s.bucket(12 * KIB).unwrap().idle, 0, "never pooled: {s}");
 }
 
 /// Every infallible write grows past the limit without a panic.
@@ -642,4 +644,107 @@ fn oversize_waits_count_in_the_oversize_entry() {
     assert_eq!((s.oversize.waits, s.oversize.timeouts), (1, 1), "{s}");
     drop(held);
     assert_buffers_counted(&pool.stats());
+}
+
+// --- Growth under a limit, and waits that can never end --------------------------
+
+/// Under a memory limit a growth reserves what it needs: the smallest
+/// bucket that holds the request, not `Vec`'s doubling (a 24 KiB buffer
+/// asked to hold 28,000 bytes grew to 48 KiB); past `max_capacity`, the
+/// exact size. Without a limit, growth is amortized as before.
+#[test]
+fn growth_under_a_limit_takes_the_smallest_bucket_that_holds_it() {
+    let pool = limited(256 * KIB);
+    let mut buf = pool.acquire(24 * KIB);
+    buf.extend_from_slice(&[1; 28_000]);
+    assert_eq!(buf.capacity(), 28 * KIB);
+    buf.try_reserve(1000).unwrap(); // 29,000 bytes: 32 KiB
+    assert_eq!(buf.capacity(), 32 * KIB);
+    buf.reserve(40_000); // 68,000 bytes, past max_capacity: exactly
+    assert_eq!(buf.capacity(), 68_000);
+    drop(buf);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut buf = pool.acquire(4 * KIB);
+    rt.block_on(buf.reserve_async(9000)).unwrap();
+    assert_eq!(buf.capacity(), 12 * KIB, "reserve_async too");
+    drop(buf);
+    let s = pool.stats();
+    assert_eq!(s.overdrafts, 0, "{s}");
+    let unlimited = BufferPool::new();
+    let mut buf = unlimited.acquire(24 * KIB);
+    buf.extend_from_slice(&[1; 28_000]);
+    assert_eq!(buf.capacity(), 48 * KIB, "amortized: doubled");
+}
+
+/// A growth whose whole capacity can never fit the limit (a 4 KiB buffer
+/// growing to 20 KiB under a 16 KiB limit: the 16 KiB it adds fit, but
+/// the buffer keeps its own 4 KiB while it waits) fails at once, its
+/// total in the error; it used to wait for ever at the head of the queue,
+/// every later waiter timing out with 12 KiB free and pooling off.
+#[test]
+fn a_growth_whose_total_can_never_fit_fails_at_once() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let pool = limited(16 * KIB);
+    let mut buf = pool.acquire(4 * KIB);
+    let err = rt
+        .block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), buf.reserve_async(20 * KIB)).await
+        })
+        .expect("fails at once, not a wait");
+    assert_eq!(
+        err,
+        Err(AcquireError::LimitExceeded {
+            requested: 20 * KIB,
+            needed: 20 * KIB,
+            allocated: 4 * KIB as u64,
+            limit: 16 * KIB as u64,
+        })
+    );
+    assert_eq!(buf.capacity(), 4 * KIB, "unchanged");
+    let s = pool.stats();
+    assert_eq!((s.total().waits, s.total().waiting), (0, 0), "{s}");
+    let other = pool.acquire_timeout(8 * KIB, Duration::from_secs(10));
+    assert!(other.is_ok(), "nothing holds up the queue");
+}
+
+/// Three huge requests wait under the largest limit: the queue sums
+/// nothing, so nothing overflows (it summed the bytes wanted, and three
+/// of `isize::MAX` carried past `u64::MAX`, then underflowed as they left:
+/// an abort in debug builds). Each is granted in turn, and fails to
+/// allocate, with nothing left reserved.
+#[test]
+fn three_huge_waiters_under_the_largest_limit() {
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(isize::MAX as usize)
+            .build()
+            .unwrap(),
+    );
+    let held = pool.acquire(4 * KIB);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut waits: Vec<_> = (0..3)
+        .map(|_| Box::pin(pool.acquire_owned_async(isize::MAX as usize)))
+        .collect();
+    for w in &mut waits {
+        assert!(w.as_mut().poll(&mut cx).is_pending(), "4 KiB held: no room");
+    }
+    assert_eq!(pool.stats().oversize.waiting, 3);
+    drop(held);
+    for w in &mut waits {
+        let Poll::Ready(got) = w.as_mut().poll(&mut cx) else {
+            panic!("granted in turn: {}", pool.stats());
+        };
+        assert!(
+            matches!(got, Err(AcquireError::AllocFailed { .. })),
+            "{got:?}"
+        );
+    }
+    let s = pool.stats();
+    // The 4 KiB were freed, not cached: someone waited.
+    assert_eq!((s.oversize.waiting, s.allocated_memory), (0, 0), "{s}");
 }

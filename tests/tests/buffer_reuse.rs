@@ -223,34 +223,36 @@ fn limited(bytes: usize) -> Arc<BufferPool> {
     Arc::new(BufferPool::builder().memory_limit(bytes).build().unwrap())
 }
 
-/// A release handed whole to the first waiter frees nothing, but the
-/// waiter behind it, held up only by first come, first served, fits in the
-/// memory already free: it is served at once. (It used to sleep until the
-/// next release, with its memory free.)
+/// A waiter that fits in the memory free is served at once, past the first
+/// waiter, which does not fit; a release then is handed whole to that first
+/// one. (It used to sleep behind the first, with its memory free.)
 #[test]
-fn the_waiter_behind_one_handed_a_buffer_is_served_on_the_free_memory() {
+fn a_waiter_that_fits_the_free_memory_passes_the_first() {
     let pool = limited(16 * KIB);
     let a = pool.acquire_owned(8 * KIB);
     let b = pool.acquire_owned(4 * KIB);
-    // 4 KiB free: not enough for the first, and the second is behind it.
+    // 4 KiB free: not enough for the first; enough for the second.
     let mut first: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
     let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
     assert!(poll(&mut first).is_pending());
-    assert!(poll(&mut second).is_pending(), "behind the first");
+    let Poll::Ready(Ok(y)) = poll(&mut second) else {
+        panic!("the second sleeps with its 4 KiB free: {}", pool.stats());
+    };
     drop(a); // handed to the first, whole: nothing freed
     let Poll::Ready(Ok(x)) = poll(&mut first) else {
         panic!("handed the 8 KiB buffer");
     };
-    let Poll::Ready(Ok(y)) = poll(&mut second) else {
-        panic!("the second sleeps with its 4 KiB free: {}", pool.stats());
-    };
     assert_eq!((x.capacity(), y.capacity()), (8 * KIB, 4 * KIB));
+    assert_eq!(pool.stats().bucket(8 * KIB).unwrap().pooled, 1);
     drop((x, y, b));
     assert_buffers_counted(&pool.stats());
 }
 
+/// A release goes to the first waiter it serves: past the first one if
+/// that one is too large for it and its bytes freed would not serve it
+/// either; a larger one to the first waiter, shrunk to its request.
 #[test]
-fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
+fn a_release_serves_the_first_waiter_it_fits() {
     let pool = limited(24 * KIB);
     let big = pool.acquire_owned(16 * KIB);
     let small = pool.acquire_owned(4 * KIB);
@@ -260,24 +262,22 @@ fn a_larger_release_serves_the_first_waiter_first_come_first_served() {
     let mut second: Wait = Box::pin(pool.acquire_owned_async(4 * KIB));
     assert!(poll(&mut first).is_pending());
     assert!(poll(&mut second).is_pending());
-    // 4 KiB back: too small for the first; not handed to the second (FIFO),
-    // freed; the first still does not fit, so nobody is served.
+    // 4 KiB back: too small for the first, and freed it would not make 8
+    // KiB free: handed to the second, which passes the first.
     drop(small);
-    assert!(poll(&mut second).is_pending(), "behind the first");
+    let Poll::Ready(Ok(b)) = poll(&mut second) else {
+        panic!("handed the 4 KiB buffer");
+    };
     assert!(poll(&mut first).is_pending());
-    // 16 KiB back: handed to the first, which shrinks it to its 8 KiB; the
-    // 8 KiB that frees serve the second.
+    // 16 KiB back: handed to the first, which shrinks it to its 8 KiB.
     drop(big);
     let Poll::Ready(Ok(a)) = poll(&mut first) else {
         panic!("handed the buffer");
     };
-    assert_eq!(a.capacity(), 8 * KIB);
-    let Poll::Ready(Ok(b)) = poll(&mut second) else {
-        panic!("served");
-    };
-    assert_eq!(b.capacity(), 4 * KIB);
+    assert_eq!((a.capacity(), b.capacity()), (8 * KIB, 4 * KIB));
     let s = pool.stats();
     assert_eq!(s.bucket(8 * KIB).unwrap().pooled, 1, "a hit: {s}");
+    assert_eq!(s.bucket(4 * KIB).unwrap().pooled, 1, "a hit: {s}");
     assert_eq!(s.allocated_memory, 16 * KIB as u64, "{s}");
     drop((a, b, other));
     assert_books_with_all_back(&pool.stats());
@@ -393,7 +393,7 @@ fn contended(
     }
     drop(states);
     let s = pool.stats();
-    assert!(waits > rounds as u64 / 4, "contended: {waits} waits: {s}");
+    assert!(waits > rounds as u64 / 5, "contended: {waits} waits: {s}");
     assert_books_with_all_back(&s);
     s
 }
@@ -417,58 +417,56 @@ fn two_sizes_under_a_limit_keep_the_hit_ratio() {
     assert!(hit_ratio(&s) >= 0.45, "hit ratio {:.3}: {s}", hit_ratio(&s));
 }
 
-/// Four sizes, eight tasks: 0.503 here; 0.434 before larger idle buffers
-/// served requests at the limit, 0.246 when a release served only a waiter
-/// of its own bucket.
+/// Four sizes, eight tasks: 0.441 here. It was 0.503 while larger idle
+/// buffers were served whole at the limit, which let tasks hold more than
+/// they asked for and, holding it while they waited for more, stall (issue
+/// 24); they are shrunk to the request now. 0.434 before larger idle
+/// buffers served requests at the limit at all, 0.246 when a release served
+/// only a waiter of its own bucket.
 #[test]
 fn four_sizes_under_a_limit_keep_the_hit_ratio() {
     let sizes = [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB];
     let s = contended(96 * KIB, &sizes, Sizes::Shared, 8, 4000);
-    assert!(hit_ratio(&s) >= 0.48, "hit ratio {:.3}: {s}", hit_ratio(&s));
+    assert!(hit_ratio(&s) >= 0.42, "hit ratio {:.3}: {s}", hit_ratio(&s));
 }
 
 /// The pattern of `examples/buffer_reuse.rs limit`, each task going
-/// through the sizes in turn: two sizes, 0.624 here (0.624 before); four
-/// sizes, 0.534 (0.463 before).
+/// through the sizes in turn: two sizes, 0.624 here (0.624 before larger
+/// buffers were served at the limit, and while they were served whole);
+/// four sizes, 0.499 (0.534 served whole, 0.463 before). The two-size
+/// round waits 981 times in 4000: fewer than when larger buffers were
+/// served whole, since shrinking one gives the rest back to the limit.
 #[test]
 fn sizes_in_turn_under_a_limit_keep_the_hit_ratio() {
     let s = contended(32 * KIB, &[4 * KIB, 16 * KIB], Sizes::PerTask, 4, 4000);
     assert!(hit_ratio(&s) >= 0.6, "2 sizes: {:.3}: {s}", hit_ratio(&s));
     let sizes = [4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB];
     let s = contended(96 * KIB, &sizes, Sizes::PerTask, 8, 4000);
-    assert!(hit_ratio(&s) >= 0.51, "4 sizes: {:.3}: {s}", hit_ratio(&s));
+    assert!(hit_ratio(&s) >= 0.47, "4 sizes: {:.3}: {s}", hit_ratio(&s));
 }
 
 /// At the limit, an acquire whose bucket has nothing idle takes a larger
 /// idle buffer of the thread's rather than evict it and allocate one of
-/// its own size: a hit of the larger bucket, to which it returns, kept at
-/// its capacity. With room under the limit, or without a limit, it
+/// its own size: a hit of the larger bucket, shrunk to the request (it
+/// used to be served whole, and a task holding it while it waited for
+/// more held what it had not asked for: issue 24), the rest given back to
+/// the limit. With room under the limit, or without a limit, it
 /// allocates its own size, as before (W4).
 #[test]
-fn at_the_limit_an_acquire_takes_a_larger_idle_buffer() {
+fn at_the_limit_an_acquire_takes_a_larger_idle_buffer_shrunk() {
     let pool = limited(32 * KIB);
     let a = pool.acquire_owned(16 * KIB);
     let held = pool.acquire_owned(16 * KIB);
     drop(a); // idle in this thread's cache; the limit is full
     let c = pool.try_acquire(4 * KIB).unwrap();
-    assert_eq!(c.capacity(), 16 * KIB, "the idle 16 KiB, not a fresh 4 KiB");
-    drop(c);
-    let mut wait: Wait = Box::pin(pool.acquire_owned_async(8 * KIB));
-    let Poll::Ready(Ok(d)) = poll(&mut wait) else {
-        panic!("served at once by the idle 16 KiB");
-    };
-    assert_eq!(d.capacity(), 16 * KIB);
-    drop(d);
+    assert_eq!(c.capacity(), 4 * KIB, "the idle 16 KiB, shrunk to 4 KiB");
     let s = pool.stats();
     let big = s.bucket(16 * KIB).unwrap();
-    assert_eq!((big.acquires, big.pooled), (4, 2), "{s}");
+    assert_eq!((big.acquires, big.pooled), (3, 1), "{s}");
     assert_eq!(s.total().evicts, 0, "nothing evicted: {s}");
-    assert_eq!(
-        (s.buckets[0].acquires, s.buckets[1].acquires),
-        (0, 0),
-        "{s}"
-    );
-    assert_eq!(s.allocated_memory, 32 * KIB as u64, "{s}");
+    assert_eq!(s.allocated_memory, 20 * KIB as u64, "12 KiB back: {s}");
+    drop(c); // into the 4 KiB bucket, the one of its capacity
+    assert_eq!(pool.stats().buckets[0].idle, 1);
     drop(held);
     assert_books_with_all_back(&pool.stats());
 
@@ -489,14 +487,12 @@ fn at_the_limit_an_acquire_takes_a_larger_idle_buffer() {
 }
 
 /// A released buffer larger than the first waiter's request goes to the
-/// first waiter, even when the second wants exactly its size (first come,
-/// first served); it is handed over whole, since the 12 KiB beyond the
-/// first request would not serve the second (16 KiB, nothing else free),
-/// which the buffer serves when the first gives it back: two hits, and no
-/// second 16 KiB buffer. (Before, it was shrunk to 4 KiB, and the second
-/// waiter allocated a fresh 16 KiB once the 4 KiB came back.)
+/// first waiter shrunk to that request, even when the waiter behind wants
+/// exactly its size: granted whole, it was held by a request that had not
+/// asked for it (issue 24). The 12 KiB it gives back, with what the first
+/// frees later, serve the second.
 #[test]
-fn a_larger_release_goes_whole_to_the_first_waiter_when_it_serves_the_next() {
+fn a_larger_release_is_shrunk_for_the_first_waiter_even_when_it_serves_the_next() {
     let pool = limited(24 * KIB);
     let big = pool.acquire_owned(16 * KIB);
     let other = pool.acquire_owned(8 * KIB);
@@ -505,20 +501,18 @@ fn a_larger_release_goes_whole_to_the_first_waiter_when_it_serves_the_next() {
     assert!(poll(&mut first).is_pending());
     assert!(poll(&mut second).is_pending());
     drop(big);
-    assert!(poll(&mut second).is_pending(), "behind the first");
     let Poll::Ready(Ok(a)) = poll(&mut first) else {
         panic!("handed the buffer");
     };
-    assert_eq!(a.capacity(), 16 * KIB, "whole");
-    assert!(poll(&mut second).is_pending(), "the first holds it");
+    assert_eq!(a.capacity(), 4 * KIB, "shrunk");
+    assert!(poll(&mut second).is_pending(), "12 KiB free: not yet 16");
     drop(a);
     let Poll::Ready(Ok(b)) = poll(&mut second) else {
-        panic!("handed the buffer the first gave back");
+        panic!("16 KiB free: its turn");
     };
     assert_eq!(b.capacity(), 16 * KIB);
     let s = pool.stats();
-    let sixteen = s.bucket(16 * KIB).unwrap();
-    assert_eq!((sixteen.acquires, sixteen.pooled), (3, 2), "{s}");
+    assert_eq!(s.buckets[0].pooled, 1, "the first, a hit: {s}");
     assert_eq!(s.allocated_memory, 24 * KIB as u64, "{s}");
     drop((b, other));
     assert_books_with_all_back(&pool.stats());

@@ -13,7 +13,10 @@
 //! joins the queue of waiters (also behind a waiter granted but not yet
 //! served, which no longer keeps the "someone waits" bit set), and against a
 //! waiter that is dropped: no free is lost, and memory reserved for a
-//! dropped waiter goes to the next.
+//! dropped waiter goes to the next. Two more race a free against a waiter
+//! that passes a first one that does not fit, and a first one that may be
+//! passed no more (under loom, once) leaving the queue: the waiter behind
+//! is served, whichever comes first.
 
 #![cfg(loom)]
 
@@ -402,5 +405,83 @@ fn a_release_hands_its_buffer_to_a_waiter() {
         drop(buf);
         drop(wait);
         audit_limited(&pool, 16);
+    });
+}
+
+/// A free races a waiter that joins behind one that does not fit (48 bytes
+/// wanted, 32 held): the small one passes it, on its first poll or woken by
+/// the free (a release of a 16-byte buffer, granted to it whole or freed),
+/// and the large one is served once everything is back.
+#[test]
+fn a_free_serves_a_waiter_behind_one_that_does_not_fit() {
+    model(|| {
+        let pool = limited_pool(48);
+        let held = pool.acquire_owned(32); // oversize
+        let other = pool.acquire_owned(16);
+        let (big_wakes, big_waker) = counting_waker();
+        let mut big = pool.acquire_owned_async(48);
+        assert!(poll(&mut big, &big_waker).is_pending());
+        let t = spawn(move || drop(other));
+        let (wakes, waker) = counting_waker();
+        let mut small = pool.acquire_owned_async(16);
+        let first = poll(&mut small, &waker);
+        t.join().unwrap();
+        let buf = match first {
+            Poll::Ready(got) => got.unwrap(),
+            Poll::Pending => {
+                assert_eq!(wakes.0.load(SeqCst), 1, "the free woke the small waiter");
+                match poll(&mut small, &waker) {
+                    Poll::Ready(got) => got.unwrap(),
+                    Poll::Pending => panic!("woken, so its memory was granted"),
+                }
+            }
+        };
+        assert_eq!(buf.capacity(), 16);
+        assert_eq!(big_wakes.0.load(SeqCst), 0, "32 bytes held: not yet");
+        drop(buf);
+        drop(held);
+        let Poll::Ready(Ok(got)) = poll(&mut big, &big_waker) else {
+            panic!("everything back: the large waiter's turn");
+        };
+        drop(got);
+        drop((big, small));
+        audit_limited(&pool, 48);
+    });
+}
+
+/// A closed waiter (passed as often as it may be: once, under loom) leaves
+/// the queue while a free runs: the waiter behind it, which the free could
+/// not serve past it, is served by the leave, or by the free if the leave
+/// came first.
+#[test]
+fn a_closed_waiter_leaving_races_a_free() {
+    model(|| {
+        let pool = limited_pool(48);
+        let held = pool.acquire_owned(32); // oversize
+        let (_, big_waker) = counting_waker();
+        let mut big = pool.acquire_owned_async(48);
+        assert!(poll(&mut big, &big_waker).is_pending());
+        let (_, waker1) = counting_waker();
+        let mut small1 = pool.acquire_owned_async(16);
+        let Poll::Ready(Ok(buf1)) = poll(&mut small1, &waker1) else {
+            panic!("16 bytes free: it passes the large waiter, which closes");
+        };
+        let (wakes, waker2) = counting_waker();
+        let mut small2 = pool.acquire_owned_async(16);
+        assert!(
+            poll(&mut small2, &waker2).is_pending(),
+            "behind the closed one"
+        );
+        let t = spawn(move || drop(big));
+        drop(buf1);
+        t.join().unwrap();
+        assert_eq!(wakes.0.load(SeqCst), 1, "the leave or the free served it");
+        let Poll::Ready(Ok(buf2)) = poll(&mut small2, &waker2) else {
+            panic!("woken, so its memory was granted");
+        };
+        drop(buf2);
+        drop(held);
+        drop((small1, small2));
+        audit_limited(&pool, 48);
     });
 }

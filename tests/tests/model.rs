@@ -341,7 +341,12 @@ impl RecyclerModel {
         let counts = Counts::new();
         let mut b = builder(&counts)
             .max_capacity_per_thread(setup.max_capacity_per_thread)
-            .batch_size(setup.batch_size)
+            // A batch above the capacity is refused by `build()`; the
+            // recycler capped it, which is what the model assumed.
+            .batch_size(match setup.max_capacity_per_thread {
+                0 => setup.batch_size,
+                max => setup.batch_size.min(max),
+            })
             .depot_capacity(setup.depot_capacity)
             .ratio(setup.ratio)
             .reset_on_return(setup.reset_on_return);
@@ -649,7 +654,12 @@ fn pool_setup() -> impl Strategy<Value = PoolSetup> {
     )
         .prop_map(
             |(max_idle_memory, per_bucket, memory_limit, max_idle_per_thread)| PoolSetup {
-                max_idle_memory,
+                // An idle cap above the limit is refused by `build()` (the
+                // limit bounds idle memory too): at most the limit here.
+                max_idle_memory: match (max_idle_memory, memory_limit) {
+                    (Some(cap), Some(limit)) => Some(cap.min(limit)),
+                    (cap, _) => cap,
+                },
                 max_idle_per_bucket: per_bucket,
                 memory_limit,
                 max_idle_per_thread,

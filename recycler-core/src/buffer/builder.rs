@@ -272,7 +272,7 @@ impl BufferPoolBuilder {
     /// let b = pool.acquire(1); // an overdraft too
     /// let s = pool.stats();
     /// assert_eq!((s.overdrafts, s.allocated_memory), (2, 16 * 1024));
-    /// assert_eq!(s.overdraft_memory, 16 * 1024 + 4096); // a grew by 16 KiB, b is 4 KiB
+    /// assert_eq!(s.overdraft_memory, 4096 + 4096); // a grew by 4 KiB (to 20 KiB), b is 4 KiB
     /// drop((a, b)); // overdrafts are freed, never pooled
     /// let s = pool.stats();
     /// assert_eq!((s.overdraft_memory, s.allocated_memory, s.idle_memory), (0, 0, 0));
@@ -388,12 +388,13 @@ impl BufferPoolBuilder {
     /// grew into, and only within the thread's own caches; except where
     /// the `memory_limit` binds (a new buffer would not fit under it, or
     /// someone waits), where an acquire whose bucket has nothing idle takes
-    /// the smallest larger idle buffer of the thread's caches, and a
-    /// waiter is granted one, kept at its capacity, rather than evict it
-    /// to allocate, wait or overdraw. Off, every acquire gets a buffer of
-    /// its own bucket, grown buffers serve only requests of their new
-    /// size, and a larger buffer released to a waiter is always shrunk to
-    /// its request. Striped pools, which have no per-thread caches, never
+    /// the smallest larger idle buffer of the thread's caches, shrunk to
+    /// its request, rather than evict it to allocate, wait or overdraw.
+    /// Under a `memory_limit` every larger buffer that serves a smaller
+    /// request is shrunk to it (a grown buffer too), so that no request
+    /// holds more than it asked for. Off, every acquire gets a buffer of
+    /// its own bucket, and grown buffers serve only requests of their new
+    /// size. Striped pools, which have no per-thread caches, never
     /// do it. See `docs/buffers.md`, "Buffers that grow" and "Serving from
     /// larger buffers at the limit".
     ///

@@ -1,6 +1,7 @@
 //! How a buffer grows: to twice its capacity, or what is needed if that is
-//! more, rounded up to a bucket ([`PoolShared::grow`]), charged to the
-//! ledger, and past the limit as an overdraft or not ([`super::limit`]);
+//! more, rounded up to a bucket, and under a memory limit to the smallest
+//! bucket that holds what is needed ([`PoolShared::growth_target`]),
+//! charged to the ledger, and past the limit as an overdraft or not ([`super::limit`]);
 //! and the growth of a lent buffer that the guards' Vec-like API and
 //! `reserve_async` call ([`try_reserve`], [`reserve`]).
 
@@ -12,10 +13,10 @@ use super::sizes::GROWN;
 use crate::error::AcquireError;
 
 impl PoolShared {
-    /// Grows `buf` to hold at least `needed` bytes: to twice its capacity or
-    /// `needed` if more, rounded up to a bucket (not past `max_capacity`
-    /// unless `needed` is), charging the ledger; past the limit, as an
-    /// overdraft if `overdraft` (see [`super::limit`]).
+    /// Grows `buf` to hold at least `needed` bytes: to the capacity
+    /// [`growth_target`](Self::growth_target) works out, charging the
+    /// ledger; past the limit, as an overdraft if `overdraft` (see
+    /// [`super::limit`]).
     pub(crate) fn grow(
         &self,
         buf: &mut Buf,
@@ -32,6 +33,14 @@ impl PoolShared {
 
     /// The capacity a growth of `buf` to hold `needed` bytes allocates (see
     /// [`grow`](Self::grow)); its capacity if it holds them already.
+    ///
+    /// Without a memory limit, amortized as `Vec`'s: twice the capacity, or
+    /// `needed` if more, rounded up to a bucket. Under a limit, only what
+    /// it needs: the smallest bucket that holds `needed` (past
+    /// `max_capacity`, exactly `needed`). Doubling there charged the limit
+    /// up to twice what the write needed, and a growth that waits holds
+    /// its buffer while it waits for that charge (issue 24: a 24 KiB
+    /// buffer asked to hold 28,000 bytes waited for 48 KiB).
     pub(crate) fn growth_target(&self, buf: &Buf, needed: usize) -> Result<usize, AcquireError> {
         let cap = buf.capacity();
         if needed <= cap {
@@ -39,11 +48,15 @@ impl PoolShared {
         }
         let step = self.config().bucket_step;
         let max = self.config().max_capacity;
-        let doubled = cap.saturating_mul(2).max(needed);
-        let target = if needed <= max {
-            doubled.min(max).div_ceil(step) * step
+        let wanted = if self.ledger().limit().is_some() {
+            needed
         } else {
-            doubled
+            cap.saturating_mul(2).max(needed)
+        };
+        let target = if needed <= max {
+            wanted.min(max).div_ceil(step) * step
+        } else {
+            wanted
         };
         let align = buf.alignment();
         if target > AlignedBuf::max_capacity(align) {

@@ -2,7 +2,8 @@
 //! [`Ledger`]: every byte a buffer pool has allocated (in use and idle),
 //! under an optional hard `memory_limit`, like the JDK's
 //! `MaxDirectMemorySize`, and whether anyone waits for memory. Its
-//! [`WaitQueue`]: the pool's waiters, first come first served: who waits,
+//! [`WaitQueue`]: the pool's waiters, in order, each served as soon as it
+//! fits, a waiter passed at most [`PASSES`] times: who waits,
 //! for how many bytes, how to wake each, and what each was granted (bytes
 //! charged for it, or a released buffer granted whole). [`super::wait`]
 //! describes the grants and why no wake-up
@@ -80,7 +81,7 @@ pub(crate) struct Ledger<B> {
     state: AtomicU64,
     /// `u64::MAX` for no limit.
     limit: u64,
-    /// Those waiting for memory, first come first served.
+    /// Those waiting for memory.
     waiters: WaitQueue<B>,
     /// Bytes allocated now outside the limit: overdrafts (see
     /// [`super::limit`]). Touched only when an overdraft is made or
@@ -177,6 +178,34 @@ impl<B> Ledger<B> {
             .map_err(|s| s & BYTES)
     }
 
+    /// Charges `bytes` for a request that does not wait: as
+    /// [`charge`](Self::charge) while nobody waits; while someone does, it
+    /// passes them, through the queue ([`WaitQueue::charge_past`]: refused
+    /// if a waiter is closed, else a pass of each counted).
+    pub(crate) fn charge_unqueued(&self, bytes: u64) -> Result<(), u64> {
+        if self.limit == u64::MAX {
+            return self.charge(bytes);
+        }
+        let most = self.limit.min(BYTES);
+        // As `charge`, but a word with the waiting bit set is left to the
+        // queue, in the same read-modify-write: no pass goes uncounted.
+        match self.state.fetch_update(Relaxed, Relaxed, |s| {
+            if s & WAITING != 0 {
+                return None;
+            }
+            s.checked_add(bytes).filter(|&after| after <= most)
+        }) {
+            Ok(_) => Ok(()),
+            Err(s) if s & WAITING != 0 => self.waiters.charge_past(self, bytes),
+            Err(s) => Err(s),
+        }
+    }
+
+    /// The bytes free under the limit now (one relaxed load).
+    pub(crate) fn free_bytes(&self) -> u64 {
+        self.limit.min(BYTES).saturating_sub(self.allocated())
+    }
+
     /// Returns `bytes` that were freed, and serves the waiters, if any, in
     /// their order: the free that makes room for the first one grants the
     /// memory to it.
@@ -262,6 +291,9 @@ struct Entry<B> {
     takes_buffer: bool,
     /// Its bytes are charged for it: it takes them when it next looks.
     granted: bool,
+    /// How many requests behind it or outside the queue were served while
+    /// it was not yet granted (see [`PASSES`]).
+    passed: u32,
     /// The buffer a release granted it, if its grant is one (its bytes are
     /// that buffer's, still allocated).
     buffer: Option<B>,
@@ -269,11 +301,21 @@ struct Entry<B> {
     wake: Option<Wake>,
 }
 
+/// How many times a waiter not yet granted may be passed: by a waiter behind
+/// it granted first, or by a request that does not wait (`try_acquire`,
+/// `acquire`, a growth, `prefill`) taking memory while it waits. A waiter
+/// passed this many times is *closed*: nothing is served before it any
+/// more, and the waiters behind it wait for its grant, first come, first
+/// served, as every waiter did before bypassing (see [`super::wait`]).
+/// Under loom, 1: the models reach a closed waiter in a few steps.
+#[cfg(not(loom))]
+pub(crate) const PASSES: u32 = 16;
+#[cfg(loom)]
+pub(crate) const PASSES: u32 = 1;
+
 struct Queue<B> {
     entries: VecDeque<Entry<B>>,
     next_id: u64,
-    /// The bytes of the waiters not yet granted.
-    wanted: u64,
     /// The waiters not yet granted: the ledger's waiting bit is set while
     /// this is not 0.
     ungranted: usize,
@@ -285,20 +327,88 @@ impl<B> Queue<B> {
     }
 
     /// Marks entry `i`, not yet granted, granted (with the `buffer`
-    /// to it, if any); clears the waiting bit if it was the last waiter not
-    /// yet granted. Returns how to wake it.
+    /// to it, if any), counting a pass of every waiter ahead of it not yet
+    /// granted; clears the waiting bit if it was the last waiter not yet
+    /// granted. Returns how to wake it.
     fn grant(&mut self, i: usize, ledger: &Ledger<B>, buffer: Option<B>) -> Option<Wake> {
+        self.pass(i);
         let entry = &mut self.entries[i];
         debug_assert!(!entry.granted);
         entry.granted = true;
         entry.buffer = buffer;
-        let (bytes, wake) = (entry.bytes, entry.wake.take());
-        self.wanted -= bytes;
+        let wake = entry.wake.take();
         self.ungranted -= 1;
         if self.ungranted == 0 {
             ledger.set_waiting(false);
         }
         wake
+    }
+
+    /// Counts a pass of every waiter not yet granted among the first `n`:
+    /// a request served before them.
+    fn pass(&mut self, n: usize) {
+        for e in self.entries.iter_mut().take(n).filter(|e| !e.granted) {
+            e.passed = e.passed.saturating_add(1);
+        }
+    }
+
+    /// Whether a waiter not yet granted among the first `n` is closed: it
+    /// has been passed [`PASSES`] times, and nothing may pass it again.
+    fn closed_before(&self, n: usize) -> bool {
+        self.entries
+            .iter()
+            .take(n)
+            .any(|e| !e.granted && e.passed >= PASSES)
+    }
+
+    /// The waiter a released buffer of `bytes` bytes is granted to, if any
+    /// ([`WaitQueue::grant_buffer`]): the first waiter not yet granted if
+    /// it waits for a buffer of at most `bytes`; else none if the memory
+    /// free with the buffer's bytes freed would serve that first waiter
+    /// (`free`: the bytes free now), or if it is closed; else the first
+    /// waiter behind it that waits for a buffer of at most `bytes`, none
+    /// closed between them.
+    fn buffer_target(&self, bytes: u64, free: u64) -> Option<usize> {
+        let i = self.first_ungranted()?;
+        let takes = |e: &Entry<B>| !e.granted && e.takes_buffer && e.bytes <= bytes;
+        let head = &self.entries[i];
+        if takes(head) {
+            return Some(i);
+        }
+        if head.bytes <= free.saturating_add(bytes) || head.passed >= PASSES {
+            return None;
+        }
+        for (j, e) in self.entries.iter().enumerate().skip(i + 1) {
+            if takes(e) {
+                return Some(j);
+            }
+            if !e.granted && e.passed >= PASSES {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// The next waiter to grant, its bytes charged for it: the first one not
+    /// yet granted that fits in the memory free, none closed ahead of it
+    /// (see [`PASSES`]).
+    fn next_to_serve(&self, ledger: &Ledger<B>) -> Option<usize> {
+        if self.ungranted == 0 {
+            return None;
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.granted {
+                continue;
+            }
+            // One load first: the charge is a read-modify-write.
+            if e.bytes <= ledger.free_bytes() && ledger.charge(e.bytes).is_ok() {
+                return Some(i);
+            }
+            if e.passed >= PASSES {
+                return None;
+            }
+        }
+        None
     }
 
     /// The first waiter not yet granted, if any.
@@ -314,8 +424,7 @@ impl<B> Queue<B> {
     /// unlocking.
     fn remove(&mut self, i: usize, ledger: &Ledger<B>) -> Option<Entry<B>> {
         let entry = self.entries.remove(i);
-        if let Some(e) = entry.as_ref().filter(|e| !e.granted) {
-            self.wanted -= e.bytes;
+        if entry.as_ref().is_some_and(|e| !e.granted) {
             self.ungranted -= 1;
             if self.ungranted == 0 {
                 ledger.set_waiting(false);
@@ -325,7 +434,8 @@ impl<B> Queue<B> {
     }
 }
 
-/// The queue of a pool's waiters, first come first served; kept in the
+/// The queue of a pool's waiters, served in order as each fits, none passed
+/// more than [`PASSES`] times; kept in the
 /// pool's [`Ledger`], whose frees serve it.
 ///
 /// No user code runs under its lock (wakers are cloned, woken and dropped
@@ -352,7 +462,6 @@ impl<B> WaitQueue<B> {
             queue: Mutex::new(Queue {
                 entries: VecDeque::new(),
                 next_id: 0,
-                wanted: 0,
                 ungranted: 0,
             }),
         }
@@ -367,7 +476,7 @@ impl<B> WaitQueue<B> {
 
     /// [`join_for`](Self::join_for) a buffer (`takes_buffer`), for the tests.
     #[cfg(all(test, not(loom)))]
-    pub(crate) fn join(&self, ledger: &Ledger<B>, bytes: u64, wake: Wake) -> (u64, u64) {
+    pub(crate) fn join(&self, ledger: &Ledger<B>, bytes: u64, wake: Wake) -> u64 {
         self.join_for(ledger, bytes, wake, true)
     }
 
@@ -375,16 +484,16 @@ impl<B> WaitQueue<B> {
     /// that a released buffer may serve (`takes_buffer`: one for a buffer a
     /// bucket serves) or not (a growth, an exact-size buffer); sets the
     /// ledger's waiting bit if no waiter in it was still to be granted.
-    /// Returns the waiter's id and the bytes the waiters not yet granted
-    /// want, up to and including this one. The caller then serves the queue
-    /// (see [`super::wait`]).
+    /// Returns the waiter's id. The caller then serves the queue (see
+    /// [`super::wait`]). Nothing is summed over the waiters: any number of
+    /// them, of any size, cannot overflow.
     pub(crate) fn join_for(
         &self,
         ledger: &Ledger<B>,
         bytes: u64,
         wake: Wake,
         takes_buffer: bool,
-    ) -> (u64, u64) {
+    ) -> u64 {
         let mut q = self.lock();
         let id = q.next_id;
         q.next_id += 1;
@@ -397,30 +506,27 @@ impl<B> WaitQueue<B> {
             bytes,
             takes_buffer,
             granted: false,
+            passed: 0,
             buffer: None,
             wake: Some(wake),
         });
-        // At most the limit each, and a waiter per thread or task: no
-        // overflow.
-        q.wanted += bytes;
-        (id, q.wanted)
+        id
     }
 
-    /// Grants the waiters their bytes, in order, while the first one not yet
-    /// granted fits under the limit, and wakes each one granted (a waker
-    /// that panics is caught: see the module docs).
+    /// Grants the waiters their bytes, in order, each that fits in the memory
+    /// free, passing those that do not fit yet unless one of them is closed
+    /// (passed [`PASSES`] times: then nothing behind it is served before it),
+    /// and wakes each one granted (a waker that panics is caught: see the
+    /// module docs).
     #[cold]
     #[inline(never)]
     pub(crate) fn serve(&self, ledger: &Ledger<B>) {
         loop {
             let wake = {
                 let mut q = self.lock();
-                let Some(i) = q.first_ungranted() else {
+                let Some(i) = q.next_to_serve(ledger) else {
                     return;
                 };
-                if ledger.charge(q.entries[i].bytes).is_err() {
-                    return;
-                }
                 q.grant(i, ledger, None)
             };
             // Outside the lock: a waker is user code.
@@ -430,17 +536,37 @@ impl<B> WaitQueue<B> {
         }
     }
 
-    /// Grants `buf`, just released, to the first waiter not yet granted if
-    /// it waits for a buffer (it joined `takes_buffer`: a request a bucket
-    /// serves) of at most `bytes`, the buffer's capacity, and wakes it: the
-    /// buffer's memory, still allocated, is its grant, even when it is more
-    /// than the waiter asked for (the release shrinks a larger buffer to
-    /// the request first, `PoolShared::release_to_waiters`, if the
-    /// allocator can, unless it keeps it whole for the waiter behind; an
-    /// idle buffer granted is never shrunk: `super::limit`). Gives `buf`
-    /// back otherwise, to be freed (which serves the queue). Only the first
-    /// waiter is looked at:
-    /// first come, first served, as with the grants of bytes.
+    /// Charges `bytes` for a request that does not wait (`try_acquire`,
+    /// `acquire`, a growth, `prefill`) while someone waits: it passes every
+    /// waiter not yet granted, so it is refused if one of them is closed
+    /// (the memory free is kept for that waiter), and counts a pass of
+    /// each otherwise. Returns the bytes allocated as seen if refused.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn charge_past(&self, ledger: &Ledger<B>, bytes: u64) -> Result<(), u64> {
+        let mut q = self.lock();
+        let n = q.entries.len();
+        if q.closed_before(n) {
+            return Err(ledger.allocated());
+        }
+        ledger.charge(bytes)?;
+        q.pass(n);
+        Ok(())
+    }
+
+    /// Grants `buf`, just released, to a waiter that waits for a buffer
+    /// (it joined `takes_buffer`: a request a bucket serves) of at most
+    /// `bytes`, the buffer's capacity, and wakes it: the buffer's memory,
+    /// still allocated, is its grant, even when it is more than the waiter
+    /// asked for (the release shrinks a larger buffer to the request
+    /// first, `PoolShared::release_to_waiters`, if the allocator can; an
+    /// idle buffer is granted only to a request of its own bucket:
+    /// `super::limit`). The waiter is the first
+    /// one not yet granted if the buffer serves it; else, unless freeing the
+    /// buffer would serve that first waiter or it is closed, the first one
+    /// behind it that the buffer serves (a pass, as in
+    /// [`serve`](Self::serve)). Gives `buf` back otherwise, to be freed
+    /// (which serves the queue).
     ///
     /// The waiter then reuses the buffer instead of allocating one on
     /// memory freed for it: under contention at the limit, releases keep
@@ -451,13 +577,9 @@ impl<B> WaitQueue<B> {
     pub(crate) fn grant_buffer(&self, ledger: &Ledger<B>, bytes: u64, buf: B) -> Result<(), B> {
         let wake = {
             let mut q = self.lock();
-            let Some(i) = q.first_ungranted() else {
+            let Some(i) = q.buffer_target(bytes, ledger.free_bytes()) else {
                 return Err(buf);
             };
-            let want = q.entries[i].bytes;
-            if want > bytes || !q.entries[i].takes_buffer {
-                return Err(buf);
-            }
             q.grant(i, ledger, Some(buf))
         };
         // Outside the lock: a waker is user code.
@@ -467,25 +589,23 @@ impl<B> WaitQueue<B> {
         Ok(())
     }
 
-    /// The bytes the first waiter not yet granted wants, if a released
-    /// buffer may serve it (see [`grant_buffer`](Self::grant_buffer)), and the
-    /// bytes the next waiter not yet granted behind it wants (0: none), for
-    /// a release to weigh whether the part of a larger buffer beyond the
-    /// first request would serve that one.
-    pub(crate) fn first_for_buffer(&self) -> Option<(u64, u64)> {
+    /// The bytes the waiter wants that a released buffer of `bytes` bytes
+    /// would be granted to now (see [`grant_buffer`](Self::grant_buffer)),
+    /// for the release to shrink a larger buffer to that request first.
+    pub(crate) fn target_for_buffer(&self, ledger: &Ledger<B>, bytes: u64) -> Option<u64> {
         let q = self.lock();
-        let i = q.first_ungranted()?;
-        let entry = &q.entries[i];
-        if !entry.takes_buffer {
-            return None;
-        }
-        let next = q
-            .entries
-            .iter()
-            .skip(i + 1)
-            .find(|e| !e.granted)
-            .map_or(0, |e| e.bytes);
-        Some((entry.bytes, next))
+        let i = q.buffer_target(bytes, ledger.free_bytes())?;
+        Some(q.entries[i].bytes)
+    }
+
+    /// The bytes the first waiter not yet granted wants, if a released
+    /// buffer may serve it (see [`grant_buffer`](Self::grant_buffer)): the
+    /// request the calling thread's idle buffers are granted to first
+    /// (`PoolShared::grant_idle_to_waiters`).
+    pub(crate) fn first_for_buffer(&self) -> Option<u64> {
+        let q = self.lock();
+        let entry = &q.entries[q.first_ungranted()?];
+        entry.takes_buffer.then_some(entry.bytes)
     }
 
     /// The id and the bytes of the first waiter not yet granted, if any.
@@ -530,21 +650,19 @@ impl<B> WaitQueue<B> {
 
     /// Takes waiter `id` out of the queue. Returns its grant if it had one,
     /// which the caller takes or gives up: the bytes charged for it, and
-    /// the buffer granted to it if the grant is one. Else, if it was the
-    /// first waiter not yet granted, serves the queue for the next.
+    /// the buffer granted to it if the grant is one. Else serves the queue:
+    /// the waiters behind it that it held up (it was closed, or the first
+    /// not yet granted) may be served now.
     pub(crate) fn leave(&self, ledger: &Ledger<B>, id: u64) -> Option<(u64, Option<B>)> {
         let mut q = self.lock();
         let i = q.find(id)?;
-        let first = q.entries.iter().take(i).all(|e| e.granted);
         let mut entry = q.remove(i, ledger)?;
         drop(q);
         if entry.granted {
             return Some((entry.bytes, entry.buffer.take()));
         }
         drop(entry);
-        if first {
-            self.serve(ledger);
-        }
+        self.serve(ledger);
         None
     }
 

@@ -7,8 +7,8 @@
 //!
 //! 1. **A larger idle buffer** ([`PoolShared::take_larger`], where
 //!    [`PoolShared::limit_binds`]): the smallest larger idle buffer of the
-//!    calling thread's caches, kept whole, rather than free, wait or
-//!    overdraw ("Serving from a larger buffer", below).
+//!    calling thread's caches, shrunk to the request, rather than free,
+//!    wait or overdraw ("Serving from a larger buffer", below).
 //! 2. **This thread's pending batches** ([`PoolShared::charge_with_reclaim`],
 //!    once the ledger refuses the charge): what the thread released for
 //!    other threads' caches is idle, but out of the walks' reach until it
@@ -28,34 +28,35 @@
 //!    calling thread's idle buffers granted whole
 //!    ([`PoolShared::grant_idle_to_waiters`]), idle buffers freed for the
 //!    first waiter's lack, wherever they idle
-//!    ([`PoolShared::reclaim_for_waiters`], [`PoolShared::reclaim_for`]).
+//!    ([`PoolShared::reclaim_for_waiters`]).
 //!
 //! # Serving from a larger buffer
 //!
 //! An acquire that would otherwise evict, wait or overdraft takes the
-//! smallest larger idle buffer the calling thread keeps, and a waiter is
-//! granted one before idle memory is freed for it.
+//! smallest larger idle buffer the calling thread keeps, and **shrinks it
+//! to the request's bucket** ([`PoolShared::shrunk_to_bucket`]): counted
+//! as an acquire and a hit of its own bucket, then detached from it and
+//! adopted by the request's bucket, where it returns (as a buffer that
+//! grows moves to the bucket of its new capacity); the bytes beyond the
+//! request go back to the limit. Under a limit, the buffer an acquire's
+//! bucket last grew into (`pop_grown`) is served shrunk too, a released
+//! buffer granted to a waiter is shrunk to its request, and a waiter is
+//! granted the thread's idle buffers of its own bucket only. So under a
+//! limit **a request never holds more than its bucket**.
 //!
-//! The buffer keeps its capacity: it counts as an acquire and a hit of its
-//! own bucket and returns there, so the books need nothing new. Shrinking
-//! it to the request would make the next request of its own size allocate
-//! again (a `realloc` down, then a fresh buffer up), which is what the
-//! limit makes expensive: at the limit, memory for a new buffer has to be
-//! freed first, and the waiters behind wait for it.
+//! It was kept whole (the next request of its size found it), and that
+//! let tasks that hold such buffers while they wait for more hold the
+//! whole limit between them, no waiter served: issue 24's hold and wait,
+//! 8 tasks each acquiring 4 KiB (served 12 to 24 KiB idle buffers) then
+//! waiting to grow them, every byte held, none of them served. With each
+//! holding at most its bucket, the tasks waiting to grow hold 4 KiB each,
+//! and one growth fits whenever the limit holds those and one response.
 //!
 //! Only where the limit binds: without a limit, or with room under it, an
 //! acquire whose bucket is empty allocates a buffer of its own size, as
 //! before (serving every empty bucket from any larger idle buffer made a
 //! pool of mixed sizes converge on a few large buffers, every acquire a
-//! slow one: Jetty's mix, W4, 4.6 Mops/s against 17.7). At the limit the
-//! memory is bounded whatever the buffers' sizes, so a pool that converges
-//! on larger buffers holds no more memory, and reuses them.
-//!
-//! First come, first served is kept: a larger idle buffer goes only to the
-//! first waiter not yet granted
-//! ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)
-//! checks it under the queue's lock); a later waiter gets one only once
-//! every waiter ahead of it is granted.
+//! slow one: Jetty's mix, W4, 4.6 Mops/s against 17.7).
 //!
 //! # Overdrafts
 //!
@@ -110,28 +111,65 @@ impl PoolShared {
     }
 
     /// The smallest idle buffer larger than bucket `idx`'s that the
-    /// calling thread's own caches keep, with its bucket as its origin:
+    /// calling thread's own caches keep, shrunk to bucket `idx`'s capacity
+    /// (the allocator's `realloc`, in place with the usual allocators):
     /// what an acquire at the limit takes before it evicts, waits or
     /// overdraws (see the module docs). Counted as an acquire and a hit of
-    /// that bucket (the owner path's pop). `None` with `serve_larger(false)`,
-    /// in striped mode (no thread keeps a cache), or if nothing larger
-    /// idles there.
+    /// the bucket it came from (the owner path's pop), then as detached
+    /// from it and adopted by bucket `idx`, where it returns, as a buffer
+    /// that grows leaves its bucket for another; if the allocator cannot
+    /// shrink it, it is served whole, its own bucket its origin. `None`
+    /// with `serve_larger(false)`, in striped mode (no thread keeps a
+    /// cache), or if nothing larger idles there.
     pub(crate) fn take_larger(&self, idx: usize) -> Option<(Box<Buf>, Home<Buf>, u32)> {
         if !self.config().serve_larger || self.config().striped.is_some() {
             return None;
         }
-        (idx + 1..self.buckets().len())
-            .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b as u32)))
+        let (buf, home, b) = (idx + 1..self.buckets().len())
+            .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b)))?;
+        Some(self.shrunk_to_bucket(idx, buf, home, b))
+    }
+
+    /// `buf`, an idle buffer of bucket `b` just taken (counted as an
+    /// acquire and a hit of `b`) for a request of the smaller bucket
+    /// `idx`, shrunk to bucket `idx`'s capacity: detached from `b` and
+    /// adopted by `idx`, where it returns, as a buffer that grows leaves
+    /// its bucket for another; the bytes beyond the request go back to the
+    /// limit. If the allocator cannot shrink it, it is served whole, `b`
+    /// its origin. Under a memory limit every larger buffer that serves a
+    /// smaller request is served so (see the module docs).
+    pub(crate) fn shrunk_to_bucket(
+        &self,
+        idx: usize,
+        mut buf: Box<Buf>,
+        home: Home<Buf>,
+        b: usize,
+    ) -> (Box<Buf>, Home<Buf>, u32) {
+        let freed = buf.shrink_to(self.buckets()[idx].capacity());
+        if freed == 0 {
+            return (buf, home, b as u32);
+        }
+        self.bucket(b).count_detached(home);
+        self.count_in_thread_delta(idx);
+        let (buf, home) = self.bucket(idx).adopt(buf);
+        // The bytes beyond the request go back to the limit (and serve the
+        // waiters, if any).
+        self.ledger().free(freed as u64);
+        (buf, home, idx as u32)
     }
 
     /// Charges `bytes` to the ledger; at the limit, frees idle buffers
-    /// ([`free_idle`](Self::free_idle)) and retries, a few times.
+    /// ([`free_idle`](Self::free_idle)) and retries, a few times. A request
+    /// that does not wait passes the waiters (the ledger's
+    /// [`charge_unqueued`](super::ledger::Ledger::charge_unqueued)): while
+    /// one of them is closed (passed as often as it may be), the memory free
+    /// is kept for it, and this fails at once, as at the limit.
     pub(crate) fn charge_with_reclaim(&self, bytes: usize) -> Result<(), AcquireError> {
         const RECLAIMS: u32 = 3;
         let want = bytes as u64;
         let mut reclaims = 0;
         loop {
-            let Err(allocated) = self.ledger().charge(want) else {
+            let Err(allocated) = self.ledger().charge_unqueued(want) else {
                 return Ok(());
             };
             let limit = self.ledger().limit().unwrap_or(u64::MAX);
@@ -141,7 +179,9 @@ impl PoolShared {
                 allocated,
                 limit,
             };
-            if want > limit || reclaims == RECLAIMS {
+            let short = allocated.saturating_add(want).saturating_sub(limit);
+            // `short` 0: room, but kept for a closed waiter.
+            if want > limit || short == 0 || reclaims == RECLAIMS {
                 return Err(fail);
             }
             if reclaims == 0 {
@@ -154,7 +194,6 @@ impl PoolShared {
                 }
             }
             reclaims += 1;
-            let short = allocated.saturating_add(want).saturating_sub(limit).max(1);
             if self.free_idle(short, allocated) == 0 {
                 return Err(fail);
             }
@@ -221,11 +260,11 @@ impl PoolShared {
         Ok(())
     }
 
-    /// Grants the calling thread's own idle buffers to the waiters, first
-    /// come first served, while the first waiter not yet granted wants a
-    /// buffer that one of them covers: of its own bucket first, else (with
-    /// `serve_larger`, the default) the smallest larger one, kept at its
-    /// capacity. The waiter reuses it (a hit of the buffer's bucket,
+    /// Grants the calling thread's own idle buffers to the waiters, in
+    /// order, while the first waiter not yet granted wants a buffer of a
+    /// bucket of which the thread keeps one idle (a larger one is not
+    /// granted: it would be held by a request that did not ask for it; the
+    /// eviction that follows frees it for the waiter). The waiter reuses it (a hit of the buffer's bucket,
     /// counted by its take) where the eviction that follows
     /// (`reclaim_for_waiters`) would free it and the waiter would allocate
     /// on the bytes. Runs where that eviction runs: a release while anyone
@@ -237,24 +276,21 @@ impl PoolShared {
     /// (or is its loop), which serves the waiter behind one granted a
     /// buffer if it fits in the memory free now.
     pub(crate) fn grant_idle_to_waiters(&self) {
-        while let Some((want, _)) = self.ledger().waiters().first_for_buffer() {
+        while let Some(want) = self.ledger().waiters().first_for_buffer() {
             let Some(idx) = usize::try_from(want)
                 .ok()
                 .and_then(|w| self.bucket_of_capacity(w))
             else {
                 return;
             };
-            let top = if self.config().serve_larger {
-                self.buckets().len()
-            } else {
-                idx + 1
-            };
+            // Its own bucket's only: a larger one, granted whole, would be
+            // held by a request that did not ask for it (see the module
+            // docs); the eviction that follows frees it for the waiter.
             // Not counted here: the waiter's take counts the hit.
-            let Some((b, buf, home)) =
-                (idx..top).find_map(|b| self.pop_own(b, false).map(|(buf, home)| (b, buf, home)))
-            else {
+            let Some((buf, home)) = self.pop_own(idx, false) else {
                 return;
             };
+            let b = idx;
             let bytes = buf.capacity() as u64;
             if let Err(buf) = self
                 .ledger()
@@ -314,21 +350,6 @@ impl PoolShared {
                 return;
             }
             self.grant_idle_to_waiters();
-        }
-    }
-
-    /// Frees idle buffers it can reach worth what `want` more bytes would
-    /// take past the limit, for the waiters (`want`: the bytes of those not
-    /// yet granted, up to the one that asks). The frees serve the queue
-    /// themselves.
-    pub(crate) fn reclaim_for(&self, want: u64) {
-        let Some(limit) = self.ledger().limit() else {
-            return;
-        };
-        let allocated = self.ledger().allocated();
-        let short = allocated.saturating_add(want).saturating_sub(limit);
-        if short > 0 {
-            self.free_idle(short, allocated);
         }
     }
 }

@@ -26,7 +26,8 @@
 //!   retry, else fail with [`AcquireError::LimitExceeded`](crate::AcquireError::LimitExceeded);
 //!   [`BufferPool::acquire_async`] (a task), [`PooledBuf::reserve_async`]
 //!   (a growth) and [`BufferPool::acquire_timeout`] (a thread) wait for
-//!   memory to be freed, in one queue, first come first served;
+//!   memory to be freed, in one queue, in order, each as soon as it fits
+//!   (a large waiter passed at most 16 times);
 //!   [`BufferPool::prefill`] warms a bucket within the limits. The methods
 //!   that cannot fail (`acquire`, `push`, `BufMut`, `io::Write`...) never
 //!   panic there: they are served as counted **overdrafts**, outside the

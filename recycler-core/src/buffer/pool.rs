@@ -229,7 +229,8 @@ impl BufferPool {
     /// A buffer of at least `capacity` bytes, or why there is none.
     ///
     /// At the `memory_limit`, first takes the smallest larger idle buffer
-    /// of this thread's caches, if its own bucket has none (see
+    /// of this thread's caches, shrunk to the request, if its own bucket
+    /// has none (see
     /// `docs/buffers.md`, "Serving from larger buffers at the limit"); else
     /// frees idle buffers it can reach (this thread's caches, the depots,
     /// the inboxes) and retries.
@@ -378,7 +379,9 @@ impl BufferPool {
     ///
     /// # Errors
     ///
-    /// Only when not even one buffer could be made:
+    /// [`AcquireError::TooLarge`] for a size no buffer can have (as
+    /// `try_acquire`: above `isize::MAX` less the alignment). Otherwise only
+    /// when not even one buffer could be made:
     /// [`AcquireError::LimitExceeded`] when the memory limit has no room
     /// for one (nothing idle is freed to make room), and
     /// [`AcquireError::AllocFailed`] if the allocator fails. Once one buffer

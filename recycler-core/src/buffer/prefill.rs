@@ -11,6 +11,7 @@
 //! mode (whose acquires never look at the depot), as the core's `prefill`
 //! does. Counted as made and prefilled on the bucket's shared counters.
 
+use super::raw::AlignedBuf;
 use super::shared::PoolShared;
 use crate::error::AcquireError;
 use crate::idle::{DeltaCell, IdleAccount};
@@ -30,6 +31,15 @@ impl PoolShared {
     pub(crate) fn prefill(&self, capacity: usize, count: usize) -> Result<usize, AcquireError> {
         let idx = self.bucket_index(capacity);
         let Some(bucket) = self.buckets().get(idx) else {
+            let max = AlignedBuf::max_capacity(self.config().alignment);
+            if capacity > max {
+                // A size no buffer can have: the error `try_acquire` gives
+                // (it was `Ok(0)`, as for a size merely never pooled).
+                return Err(AcquireError::TooLarge {
+                    requested: capacity,
+                    max,
+                });
+            }
             return Ok(0); // oversize: never pooled
         };
         let inner = self.bucket(idx);

@@ -91,8 +91,9 @@ impl PoolShared {
         if let Some(larger) = self.pop_grown(idx, pl) {
             return Ok(larger);
         }
-        // At the limit, a larger idle buffer rather than evict, wait or
-        // overdraw (`super::limit`); with room, a buffer of its own size.
+        // At the limit, a larger idle buffer, shrunk to the request, rather
+        // than evict, wait or overdraw (`super::limit`); with room, a
+        // buffer of its own size.
         if self.limit_binds(bucket.capacity())
             && let Some(larger) = self.take_larger(idx)
         {
@@ -131,6 +132,12 @@ impl PoolShared {
         let mut from = idx;
         while let Some(to) = pl.grown_to(from).filter(|&to| to > from) {
             if let Some((buf, home)) = self.pop_fast(to) {
+                if self.ledger().limit().is_some() {
+                    // Under a limit, a request holds no more than its
+                    // bucket (`super::limit`): the allocation is reused,
+                    // shrunk, and grows again if the request does.
+                    return Some(self.shrunk_to_bucket(idx, buf, home, to));
+                }
                 return Some((buf, home, to as u32));
             }
             from = to;
@@ -321,23 +328,20 @@ impl PoolShared {
 
     /// A release while anyone waits for memory, of a buffer acquired from
     /// bucket `origin`: the buffer itself goes to the first waiter not yet
-    /// granted if that waiter wants a bucket's buffer no larger than it (a
-    /// buffer of a bucket, grown or not), else it is freed for the
-    /// waiters; then the idle buffers this thread reaches are freed for
-    /// them too.
+    /// granted that it serves, in the queue's order (a waiter for a
+    /// bucket's buffer no larger than it; see
+    /// [`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)),
+    /// else it is freed for the waiters; then the idle buffers this thread
+    /// reaches are freed for them too.
     ///
-    /// A buffer larger than the waiter's request is granted whole (a
-    /// hit of its own bucket, to which it returns: see [`super::limit`]),
-    /// if the waiter behind is one that it can serve when it comes back and
-    /// that the bytes beyond the request would not grant now
-    /// ([`shrinks`](Self::shrinks)); otherwise it is shrunk to the request
-    /// first (the allocator's `realloc`), and those
-    /// bytes go back to the limit once the buffer is granted, where
-    /// they serve the waiters behind (granted whole, they would be held
-    /// by a request that did not ask for them, the waiters behind would
-    /// wait for the first to give them back, and a holder waiting for a
-    /// second buffer could wait for ever). The waiter then counts a hit, in
-    /// its own bucket.
+    /// A buffer larger than the waiter's request is shrunk to it first (the
+    /// allocator's `realloc`), and those bytes go back to the limit once
+    /// the buffer is granted, where they serve the waiters behind. Granted
+    /// whole, they would be held by a request that did not ask for them:
+    /// the waiters behind would wait for the first to give them back, and
+    /// tasks that hold such buffers while they wait for more could hold the
+    /// whole limit between them, none of them served (it did that: issue
+    /// 24). The waiter then counts a hit, in its own bucket.
     ///
     /// The books: a buffer that leaves its bucket (grown, or shrunk here)
     /// is detached from the bucket it came from and adopted and released by
@@ -345,14 +349,17 @@ impl PoolShared {
     /// the waiter's take counts the hit there.
     fn release_to_waiters(&self, origin: usize, buf: Box<Buf>, home: Home<Buf>) {
         let inner = self.bucket(origin);
-        // The request of the first waiter, if this buffer may serve it, and
-        // that of the next one behind it.
+        // The request of the waiter this buffer may serve.
         let first = self
             .bucket_of_capacity(buf.capacity())
-            .and_then(|_| self.ledger().waiters().first_for_buffer())
-            .and_then(|(want, next)| Some((usize::try_from(want).ok()?, next)))
-            .filter(|&(want, _)| want <= buf.capacity());
-        let Some((want, next)) = first else {
+            .and_then(|_| {
+                self.ledger()
+                    .waiters()
+                    .target_for_buffer(self.ledger(), buf.capacity() as u64)
+            })
+            .and_then(|want| usize::try_from(want).ok())
+            .filter(|&want| want <= buf.capacity());
+        let Some(want) = first else {
             // Nobody it can serve: freed for the waiters.
             inner.discard(buf, home);
             self.grant_idle_to_waiters();
@@ -361,10 +368,7 @@ impl PoolShared {
         };
         let mut buf = buf;
         let mut freed = 0;
-        if want < buf.capacity()
-            && self.bucket_of_capacity(want).is_some()
-            && self.shrinks(buf.capacity(), buf.capacity() - want, next)
-        {
+        if want < buf.capacity() && self.bucket_of_capacity(want).is_some() {
             freed = buf.shrink_to(want);
         }
         let bytes = buf.capacity() as u64;
@@ -406,27 +410,6 @@ impl PoolShared {
         self.reclaim_for_waiters();
     }
 
-    /// Whether a larger buffer granted to the first waiter is to be shrunk
-    /// to its request, the `excess` bytes beyond it going back to the limit
-    /// (as always before, and always with `serve_larger(false)`): unless the
-    /// next waiter not yet granted, of `next` bytes (0: none), is one that
-    /// those bytes would not grant now (with the memory free) and that the
-    /// buffer itself can serve when it comes back (`next` at most its
-    /// `capacity`). Then it is granted whole, and keeps its capacity
-    /// and its bucket: the next waiter is granted it later instead of
-    /// waiting for bytes to allocate on (see [`super::limit`]).
-    fn shrinks(&self, capacity: usize, excess: usize, next: u64) -> bool {
-        let Some(limit) = self.ledger().limit() else {
-            return true;
-        };
-        let free = limit.saturating_sub(self.ledger().allocated());
-        let whole = self.config().serve_larger
-            && next != 0
-            && next <= capacity as u64
-            && free.saturating_add(excess as u64) < next;
-        !whole
-    }
-
     /// Indexes the calling thread's cache of bucket `b` in `pl`, its index,
     /// unless a release left objects pending in it; then takes it out of the
     /// index, so that the next acquire takes the slow path, which sends them
@@ -461,7 +444,7 @@ impl PoolShared {
     /// `max_idle_per_bucket`, in the cache's own cell of the bucket's
     /// account (one delta per thread and bucket). Returns the index, if the
     /// thread is not exiting.
-    fn count_in_thread_delta(&self, b: usize) -> Option<&PoolLocal> {
+    pub(crate) fn count_in_thread_delta(&self, b: usize) -> Option<&PoolLocal> {
         if self.config().striped.is_some() {
             // No thread has a cache or an index: the stripes count.
             return None;

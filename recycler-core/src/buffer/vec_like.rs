@@ -389,8 +389,8 @@ macro_rules! buf_api {
                 ///
                 /// It tries as [`try_reserve`](Self::try_reserve) does first
                 /// (while nobody waits); at the limit it joins the pool's queue
-                /// of waiters (first come, first served, with the acquires that
-                /// wait) for the bytes the growth adds, frees the idle buffers
+                /// of waiters (in order, each as soon as it fits, with the
+                /// acquires that wait) for the bytes the growth adds, frees the idle buffers
                 /// it can reach, and returns `Pending` until a free makes room.
                 /// Without a limit it never waits. The wait is counted in the
                 /// [statistics](crate::buffer::BucketStats::waits) of the bucket
@@ -399,8 +399,10 @@ macro_rules! buf_api {
                 /// # Errors
                 ///
                 /// At once: [`AcquireError::TooLarge`] for a size no buffer can
-                /// have, [`AcquireError::LimitExceeded`] if the growth alone
-                /// adds more than the limit (no wait could end);
+                /// have, [`AcquireError::LimitExceeded`] if the capacity the
+                /// buffer would grow to is larger than the limit (no wait could
+                /// end: the buffer keeps its own bytes while it waits; `needed`
+                /// is then that capacity);
                 /// [`AcquireError::AllocFailed`] if the allocator fails.
                 ///
                 /// # Cancel safety

@@ -9,18 +9,23 @@
 //! # Grants, in order
 //!
 //! A free that finds the ledger's waiting bit set (see [`super::ledger`])
-//! serves the queue: while the first waiter not yet served fits under the
-//! limit, it charges that waiter's bytes to the ledger on the waiter's
+//! serves the queue: in order, each waiter not yet served that fits under
+//! the limit, it charges that waiter's bytes to the ledger on the waiter's
 //! behalf, marks it granted and wakes it; the waiter then allocates its
 //! buffer on the bytes charged for it. So the memory freed goes to the
 //! waiters in the order they came, and nothing can take it from them
 //! between the free and the wake-up.
-//! A waiter that does not fit holds up those behind it (strictly first come,
-//! first served: a stream of small requests cannot starve a large one).
+//! A waiter that does not fit yet is passed by those behind it that do, at
+//! most [`PASSES`](super::ledger::PASSES) times; then it is closed, and
+//! holds up those behind it until it is served (so a stream of small
+//! requests cannot starve a large one). `docs/buffers.md`, "Who is served
+//! first", states the policy and its bounds.
 //!
 //! A release while anyone waits grants its buffer itself to the first waiter
 //! not yet granted, if that waiter wants a bucket's buffer no larger than
-//! it ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)): the
+//! it, or else, passing it, to the first one behind that it serves, unless
+//! its bytes freed would serve the first or the first is closed
+//! ([`WaitQueue::grant_buffer`](super::ledger::WaitQueue::grant_buffer)): the
 //! buffer's memory, still allocated, is the grant, and the waiter reuses the
 //! buffer (a pooled acquire) instead of allocating one. A larger buffer is
 //! shrunk to the request first, and the bytes that frees serve the waiters
@@ -33,11 +38,14 @@
 //! wait, reuse goes on, with several sizes too: without these grants,
 //! every acquire that waited allocated afresh.
 //!
-//! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth,
-//! `prefill`) are not held back by the queue: they take memory that is free,
-//! which is memory the first waiter does not fit in. A wait starts with such
-//! a try only while nobody waits; once someone does, a new wait joins the
-//! queue behind them at once.
+//! Requests that do not wait (`try_acquire`, `acquire`, a buffer's growth)
+//! pass the waiters as a waiter behind them would: they take memory that is
+//! free, counted as a pass of each waiter not yet granted, unless one of
+//! those is closed (then the limit is full for them:
+//! [`Ledger::charge_unqueued`](super::ledger::Ledger::charge_unqueued)).
+//! `prefill` takes nothing while anyone waits. A wait starts with such a
+//! try only while nobody waits; once someone does, a new wait joins the
+//! queue behind them at once, and is served there if it fits.
 //!
 //! "Someone waits" is the ledger's waiting bit: a waiter *not yet granted*
 //! is in the queue. Waiters granted but not yet back for their grant do not
@@ -217,7 +225,7 @@ impl<P: PoolRef> Waiting<P> {
                 // an exact-size one (oversize, or below `min_capacity`)
                 // allocates its own.
                 let takes_buffer = idx < pool.buckets().len();
-                let (id, _) = waiters.join_for(pool.ledger(), bytes, wake, takes_buffer);
+                let id = waiters.join_for(pool.ledger(), bytes, wake, takes_buffer);
                 self.queued = Some((id, bytes));
                 pool.waits_joined(idx.min(pool.buckets().len()));
                 // Free what this thread can reach, then serve the queue
@@ -385,7 +393,8 @@ impl<'g> WaitToGrow<'g> {
     }
 
     /// The growth's target capacity and the bytes it adds, or why it can
-    /// never be had: a size no buffer can have, or more than the limit.
+    /// never be had: a size no buffer can have, or a capacity (the bytes
+    /// the buffer has and those it adds) larger than the limit.
     fn plan(&mut self) -> Result<(usize, u64), AcquireError> {
         let pool = self.pool;
         let len = self.loan.len();
@@ -399,9 +408,14 @@ impl<'g> WaitToGrow<'g> {
         let target = pool.growth_target(buf, needed)?;
         let extra = (target - buf.capacity()) as u64;
         match pool.ledger().limit() {
-            Some(limit) if extra > limit => Err(AcquireError::LimitExceeded {
+            // The buffer's bytes and the growth's together: the buffer
+            // keeps its own while it waits, so past the limit no release
+            // can ever make room (it waited for ever, at the head of the
+            // queue, with 12 KiB of a 16 KiB limit free). `needed` is the
+            // whole capacity, past the limit, so the error says so.
+            Some(limit) if target as u64 > limit => Err(AcquireError::LimitExceeded {
                 requested: needed,
-                needed: extra as usize,
+                needed: target,
                 allocated: pool.ledger().allocated(),
                 limit,
             }),
@@ -430,11 +444,12 @@ impl Future for WaitToGrow<'_> {
                     }
                 }
                 let wake = Wake::Task(cx.waker().clone());
-                let (id, want) = ledger.waiters().join_for(ledger, extra, wake, false);
+                let id = ledger.waiters().join_for(ledger, extra, wake, false);
                 let entry = pool.wait_entry(target);
                 pool.waits_joined(entry);
                 this.queued = Some((id, extra, target, entry));
-                pool.reclaim_for(want);
+                pool.grant_idle_to_waiters();
+                pool.reclaim_for_waiters();
                 ledger.waiters().serve(ledger);
                 continue;
             };
@@ -525,7 +540,7 @@ impl PoolShared {
         }
         self.acquire_slow_with(capacity, idx, |capacity| {
             // `wait_bytes` has checked the size.
-            if let Err(allocated) = self.ledger().charge(capacity as u64) {
+            if let Err(allocated) = self.ledger().charge_unqueued(capacity as u64) {
                 return Err(AcquireError::LimitExceeded {
                     requested: capacity,
                     needed: capacity,
@@ -596,12 +611,14 @@ impl BufferPool {
     /// Like [`try_acquire`](Self::try_acquire), but at the `memory_limit`
     /// waits up to `timeout` for memory to be freed, parked. Waiting threads
     /// and tasks ([`acquire_async`](Self::acquire_async)) share one queue
-    /// and are served first come, first served: the free that makes room for
-    /// the first of them grants it the memory and wakes it. While
-    /// anyone waits, buffers released anywhere go to the waiters rather than
-    /// to a cache: granted to the first waiter if it covers that waiter's
-    /// request (shrunk to it if larger), else freed. [The buffer
-    /// guide](crate::guide::buffers) has the details.
+    /// and are served in order, each as soon as it fits: the free that makes
+    /// room for a waiter grants it the memory and wakes it; one that does
+    /// not fit yet is passed by those behind it that do, at most 16 times,
+    /// and then served before them. While anyone waits, buffers released
+    /// anywhere go to the waiters rather than to a cache: granted to the
+    /// first waiter they cover (shrunk to its request if larger), else
+    /// freed. [The buffer guide](crate::guide::buffers) has the details
+    /// ("Who is served first").
     ///
     /// # Errors
     ///
@@ -685,9 +702,10 @@ impl BufferPool {
     /// (tasks, and threads in [`acquire_timeout`](Self::acquire_timeout)),
     /// frees the idle buffers it can reach, and returns `Pending`; a free
     /// that makes room for it (a buffer dropped, or an idle one evicted or
-    /// trimmed) grants it the memory and wakes it. Waiters are served
-    /// first come, first served; one that does not fit yet holds up those
-    /// behind it. While anyone waits, buffers released anywhere go to the
+    /// trimmed) grants it the memory and wakes it. Waiters are served in
+    /// order, each as soon as it fits: one that does not fit yet is passed
+    /// by those behind it that do, at most 16 times, and then served before
+    /// them (see "Who is served first" in the guide). While anyone waits, buffers released anywhere go to the
     /// waiters rather than to a cache: a waiter for a buffer of the same
     /// bucket gets the buffer itself, and reuses it; else it is freed, so
     /// that the waiters can have its memory.

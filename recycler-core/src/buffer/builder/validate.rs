@@ -35,6 +35,16 @@ impl BufferPoolBuilder {
             });
         }
         if !c.max_capacity.is_multiple_of(c.bucket_step) {
+            if c.max_capacity == PoolConfig::DEFAULT.max_capacity {
+                // `max_capacity` left at its default: the step the user
+                // set is what does not fit it.
+                return Err(ConfigError::NotDivisor {
+                    field: "bucket_step",
+                    value: c.bucket_step,
+                    of: "max_capacity",
+                    of_value: c.max_capacity,
+                });
+            }
             return Err(ConfigError::NotMultiple {
                 field: "max_capacity",
                 value: c.max_capacity,
@@ -92,6 +102,22 @@ impl BufferPoolBuilder {
                     other_value: c.bucket_step,
                 });
             }
+        }
+        if c.hard_limit && c.memory_limit.is_none() {
+            return Err(ConfigError::Requires {
+                field: "hard_limit(true)",
+                needs: "memory_limit",
+            });
+        }
+        if let (Some(idle), Some(limit)) = (c.max_idle_memory, c.memory_limit)
+            && idle > limit
+        {
+            return Err(ConfigError::Above {
+                field: "max_idle_memory",
+                value: idle,
+                other: "memory_limit",
+                other_value: limit,
+            });
         }
         Ok(c)
     }

@@ -64,28 +64,31 @@ fn waker() -> (std::sync::Arc<Count>, Waker) {
 }
 
 #[test]
-fn grants_in_order_and_only_what_fits() {
+fn grants_in_order_what_fits_passing_what_does_not() {
     let ledger = Ledger::new(Some(100));
     ledger.charge(100).unwrap();
     let q = &ledger.waiters;
     let (a, wa) = waker();
     let (b, wb) = waker();
     let (c, wc) = waker();
-    assert_eq!(q.join(&ledger, 60, Wake::Task(wa)), (0, 60));
-    assert_eq!(q.join(&ledger, 30, Wake::Task(wb)), (1, 90));
-    assert_eq!(q.join(&ledger, 10, Wake::Task(wc)), (2, 100));
+    assert_eq!(q.join(&ledger, 60, Wake::Task(wa)), 0);
+    assert_eq!(q.join(&ledger, 30, Wake::Task(wb)), 1);
+    assert_eq!(q.join(&ledger, 10, Wake::Task(wc)), 2);
     assert!(ledger.under_pressure());
-    ledger.free(50); // 50 free: the first (60) does not fit, and holds up the rest
-    assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 0));
-    ledger.free(10); // 60 free: the first fits, then nothing is left
-    assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (1, 0));
-    assert_eq!(ledger.allocated(), 100, "the grant is reserved");
-    ledger.free(40); // 40: the second (30) and the third (10)
-    assert_eq!((b.0.load(SeqCst), c.0.load(SeqCst)), (1, 1));
+    ledger.free(50); // 50 free: the first (60) does not fit; the others pass it
+    assert_eq!(
+        (a.0.load(SeqCst), b.0.load(SeqCst), c.0.load(SeqCst)),
+        (0, 1, 1)
+    );
+    assert_eq!(ledger.allocated(), 90, "the grants are charged");
+    ledger.free(20); // 30 free: not yet the first's 60
+    assert_eq!(a.0.load(SeqCst), 0);
+    ledger.free(30); // 60 free: the first fits
+    assert_eq!(a.0.load(SeqCst), 1);
     assert_eq!(ledger.allocated(), 100);
     assert!(
         !ledger.under_pressure(),
-        "all granted: two in the queue, none to serve"
+        "all granted: three in the queue, none to serve"
     );
     assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(None)));
     assert!(
@@ -96,6 +99,75 @@ fn grants_in_order_and_only_what_fits() {
     assert_eq!(q.len(), 0);
     assert!(!ledger.under_pressure());
     assert!(matches!(q.poll(&ledger, 2, None), Polled::Missing));
+}
+
+/// A waiter passed `PASSES` times is closed: nothing behind it, and no
+/// request outside the queue, is served before it any more, and the
+/// memory freed goes to it first.
+#[test]
+fn a_waiter_passed_as_often_as_it_may_be_is_served_first() {
+    let ledger = Ledger::new(Some(100));
+    ledger.charge(100).unwrap();
+    let q = &ledger.waiters;
+    let (big, wbig) = waker();
+    q.join(&ledger, 80, Wake::Task(wbig));
+    // Half the passes by waiters behind it, half by requests that do not
+    // wait.
+    for n in 0..u64::from(PASSES) {
+        let (small, wsmall) = waker();
+        if n % 2 == 0 {
+            let id = q.join(&ledger, 10, Wake::Task(wsmall));
+            ledger.free(10);
+            assert_eq!(small.0.load(SeqCst), 1, "pass {n}: served past the first");
+            // Its grant, taken: it holds the 10 bytes.
+            assert!(matches!(q.leave(&ledger, id), Some((10, None))));
+        } else {
+            ledger.free(10);
+            assert_eq!(ledger.charge_unqueued(10), Ok(()), "pass {n}");
+        }
+    }
+    assert_eq!(big.0.load(SeqCst), 0);
+    assert_eq!(ledger.allocated(), 100);
+    let (small, wsmall) = waker();
+    q.join(&ledger, 10, Wake::Task(wsmall));
+    ledger.free(10);
+    assert_eq!(small.0.load(SeqCst), 0, "closed: no more passing");
+    assert_eq!(ledger.charge_unqueued(10), Err(90), "nor from outside");
+    ledger.free(70); // 80 free: the first, then not the second
+    assert_eq!((big.0.load(SeqCst), small.0.load(SeqCst)), (1, 0));
+    ledger.free(10);
+    assert_eq!(small.0.load(SeqCst), 1, "then the one behind it");
+    assert_eq!(ledger.allocated(), 100);
+    assert_eq!(ledger.charge_unqueued(1), Err(100), "at the limit");
+}
+
+/// Any number of waiters, of any size, under the largest limit: nothing
+/// is summed, so nothing overflows (the queue summed the bytes wanted,
+/// and three waiters of `isize::MAX` bytes carried past `u64::MAX`).
+#[test]
+fn huge_waiters_under_the_largest_limit_overflow_nothing() {
+    let max = isize::MAX as u64;
+    let ledger = Ledger::new(Some(max));
+    ledger.charge(4096).unwrap();
+    let q = &ledger.waiters;
+    let counts: Vec<_> = (0..3)
+        .map(|_| {
+            let (n, w) = waker();
+            q.join(&ledger, max, Wake::Task(w));
+            n
+        })
+        .collect();
+    ledger.free(4096); // the first fits, alone
+    let woken: Vec<_> = counts.iter().map(|n| n.0.load(SeqCst)).collect();
+    assert_eq!(woken, [1, 0, 0]);
+    assert!(matches!(q.leave(&ledger, 0), Some((m, None)) if m == max));
+    ledger.free(max); // its grant given back: the second's turn
+    assert_eq!(counts[1].0.load(SeqCst), 1);
+    assert!(q.leave(&ledger, 2).is_none());
+    assert!(matches!(q.leave(&ledger, 1), Some((m, None)) if m == max));
+    ledger.free(max);
+    assert_eq!((ledger.allocated(), q.len()), (0, 0));
+    assert!(!ledger.under_pressure());
 }
 
 /// The bit says "a waiter not yet granted": a granted waiter that never
@@ -114,7 +186,7 @@ fn the_bit_follows_the_waiters_not_yet_granted() {
     ledger.free(60);
     assert!(!ledger.under_pressure(), "granted: nobody left to serve");
     assert_eq!(q.len(), 1, "the ghost keeps its grant, and no more");
-    assert_eq!(q.join(&ledger, 50, Wake::Task(wb)), (1, 50));
+    assert_eq!(q.join(&ledger, 50, Wake::Task(wb)), 1);
     assert!(ledger.under_pressure(), "joined with none ungranted ahead");
     assert!(q.leave(&ledger, 1).is_none());
     assert!(!ledger.under_pressure(), "the last ungranted one left");
@@ -162,8 +234,8 @@ fn a_panicking_waker_neither_escapes_nor_stops_the_serving() {
     assert_eq!(ledger.allocated(), 100);
 }
 
-/// What a release weighs: the first waiter not yet granted, and the
-/// next one behind it (a wait for a growth takes no buffer).
+/// What a thread's idle buffers are granted to: the first waiter not yet
+/// granted, if it takes a buffer (a wait for a growth does not).
 #[test]
 fn the_first_and_the_next_not_yet_granted() {
     let ledger = Ledger::new(Some(100));
@@ -177,26 +249,68 @@ fn the_first_and_the_next_not_yet_granted() {
     q.join(&ledger, 30, Wake::Task(wb));
     q.join_for(&ledger, 10, Wake::Task(wc), false);
     assert_eq!(q.first(), Some((0, 60)));
-    assert_eq!(q.first_for_buffer(), Some((60, 30)));
+    assert_eq!(q.first_for_buffer(), Some(60));
     ledger.free(60); // grants the first
     assert_eq!(q.first(), Some((1, 30)));
-    assert_eq!(q.first_for_buffer(), Some((30, 10)));
+    assert_eq!(q.first_for_buffer(), Some(30));
     ledger.free(30); // and the second
     assert_eq!(q.first(), Some((2, 10)));
     assert_eq!(q.first_for_buffer(), None, "a growth's wait");
 }
 
+/// A released buffer goes to the first waiter if it serves it; else to a
+/// waiter behind that it serves, unless its bytes freed would serve the
+/// first, or the first is closed.
 #[test]
-fn the_first_leaving_serves_the_next() {
+fn a_released_buffer_passes_a_first_waiter_it_cannot_serve() {
+    let ledger = Ledger::new(Some(100));
+    ledger.charge(100).unwrap();
+    let q = &ledger.waiters;
+    let (a, wa) = waker();
+    let (b, wb) = waker();
+    q.join(&ledger, 60, Wake::Task(wa));
+    q.join(&ledger, 20, Wake::Task(wb));
+    assert_eq!(q.target_for_buffer(&ledger, 20), Some(20));
+    assert!(q.grant_buffer(&ledger, 20, Box::new(2)).is_ok());
+    assert_eq!((a.0.load(SeqCst), b.0.load(SeqCst)), (0, 1));
+    assert!(matches!(q.poll(&ledger, 1, None), Polled::Granted(Some(_))));
+    ledger.free(50); // 50 free: a buffer of 10 freed would serve the first
+    let (c, wc) = waker();
+    q.join(&ledger, 10, Wake::Task(wc));
+    assert_eq!(
+        q.target_for_buffer(&ledger, 10),
+        None,
+        "freed, it serves the first"
+    );
+    assert!(q.grant_buffer(&ledger, 10, Box::new(1)).is_err());
+    ledger.charge(20).unwrap(); // 30 free: freed, it would not
+    assert_eq!(q.target_for_buffer(&ledger, 10), Some(10));
+    q.lock().entries[0].passed = PASSES; // closed
+    assert_eq!(q.target_for_buffer(&ledger, 10), None, "closed");
+    ledger.free(20); // 50 free
+    assert_eq!((a.0.load(SeqCst), c.0.load(SeqCst)), (0, 0), "closed");
+    ledger.free(10); // 60 free: the first, and no more
+    assert_eq!((a.0.load(SeqCst), c.0.load(SeqCst)), (1, 0));
+    ledger.free(10);
+    assert_eq!(c.0.load(SeqCst), 1, "then the one behind it");
+}
+
+#[test]
+fn a_closed_first_leaving_serves_the_next() {
     let ledger = Ledger::new(Some(100));
     ledger.charge(90).unwrap();
     let q = &ledger.waiters;
     let (_, wa) = waker();
     let (b, wb) = waker();
     q.join(&ledger, 50, Wake::Task(wa));
+    q.lock().entries[0].passed = PASSES; // closed
     q.join(&ledger, 10, Wake::Task(wb));
     q.serve(&ledger);
-    assert_eq!(b.0.load(SeqCst), 0, "behind the first, which does not fit");
+    assert_eq!(
+        b.0.load(SeqCst),
+        0,
+        "behind the first, closed, which does not fit"
+    );
     assert!(q.leave(&ledger, 0).is_none());
     assert_eq!(b.0.load(SeqCst), 1, "served when the first left");
     assert_eq!(ledger.allocated(), 100);
