@@ -145,20 +145,25 @@ impl Stack<'_> {
         true
     }
 
-    /// Moves up to `n` items into `into` (which has room for them), from
-    /// the top, or from the bottom (the coldest) if `bottom`; not counted
-    /// as pops. Returns how many.
-    pub(super) fn take(&mut self, n: usize, bottom: bool, into: &mut Vec<*mut ()>) -> usize {
+    /// Moves up to `n` items to `sink`, from the top, or from the bottom
+    /// (the coldest) if `bottom`; not counted as pops. Returns how many.
+    /// `sink` runs under the slot's lock: it must not allocate (the callers
+    /// push into a vector with room made beforehand).
+    pub(super) fn take(&mut self, n: usize, bottom: bool, mut sink: impl FnMut(*mut ())) -> usize {
         let len = self.len();
         let n = n.min(len);
         if bottom {
-            into.extend((0..n).map(|i| self.slots.read(self.slot, i)));
+            for i in 0..n {
+                sink(self.slots.read(self.slot, i));
+            }
             for i in n..len {
                 let item = self.slots.read(self.slot, i);
                 self.slots.write(self.slot, i - n, item);
             }
         } else {
-            into.extend((len - n..len).rev().map(|i| self.slots.read(self.slot, i)));
+            for i in (len - n..len).rev() {
+                sink(self.slots.read(self.slot, i));
+            }
         }
         self.set_len(len - n);
         n
