@@ -224,6 +224,26 @@ pub enum AcquireError {
         /// The pool's `memory_limit`.
         limit: u64,
     },
+    /// A blocking wait at the `memory_limit`
+    /// ([`acquire_timeout`](crate::buffer::BufferPool::acquire_timeout),
+    /// [`acquire_owned_timeout`](crate::buffer::BufferPool::acquire_owned_timeout))
+    /// gave up at its deadline: no memory was freed for it in time. The
+    /// numbers are those of [`LimitExceeded`](Self::LimitExceeded), as they
+    /// were when it gave up.
+    TimedOut {
+        /// The capacity asked for, in bytes.
+        requested: usize,
+        /// The bytes that had to be allocated for it (`requested` rounded
+        /// up to its bucket's capacity).
+        needed: usize,
+        /// The bytes the pool had allocated (in use and idle) when it gave
+        /// up.
+        allocated: u64,
+        /// The pool's `memory_limit`.
+        limit: u64,
+        /// How long it waited: the timeout it was given.
+        waited: std::time::Duration,
+    },
     /// The allocator returned no memory.
     AllocFailed {
         /// The bytes asked of the allocator.
@@ -252,6 +272,24 @@ impl fmt::Display for AcquireError {
                     write!(f, " ({needed} to allocate)")?;
                 }
                 write!(f, ", {allocated} of {limit} bytes already allocated")
+            }
+            Self::TimedOut {
+                requested,
+                needed,
+                allocated,
+                limit,
+                waited,
+            } => {
+                let s = if *requested == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "no room under the `memory_limit` after waiting {waited:?}: \
+                     {requested} byte{s} requested"
+                )?;
+                if needed != requested {
+                    write!(f, " ({needed} to allocate)")?;
+                }
+                write!(f, ", {allocated} of {limit} bytes allocated")
             }
             Self::AllocFailed {
                 requested,
@@ -289,12 +327,12 @@ impl AcquireError {
 impl Error for AcquireError {}
 
 /// An acquire's error as an I/O error, so that `?` works in functions that
-/// return `io::Result`: the memory limit (a wait that gave up included:
-/// `acquire_timeout` reports its deadline as the limit's numbers then) and
-/// the allocator failing are [`OutOfMemory`](std::io::ErrorKind::OutOfMemory),
-/// as `io::Write` into a buffer at the limit reports it; a size no buffer
-/// can have is [`InvalidInput`](std::io::ErrorKind::InvalidInput). The
-/// error itself is kept as the source.
+/// return `io::Result`: the memory limit and the allocator failing are
+/// [`OutOfMemory`](std::io::ErrorKind::OutOfMemory), as `io::Write` into a
+/// buffer at the limit reports it; a wait that gave up at its deadline is
+/// [`TimedOut`](std::io::ErrorKind::TimedOut); a size no buffer can have is
+/// [`InvalidInput`](std::io::ErrorKind::InvalidInput). The error itself is
+/// kept as the source.
 ///
 /// # Examples
 ///
@@ -320,6 +358,7 @@ impl From<AcquireError> for std::io::Error {
             AcquireError::LimitExceeded { .. } | AcquireError::AllocFailed { .. } => {
                 std::io::ErrorKind::OutOfMemory
             }
+            AcquireError::TimedOut { .. } => std::io::ErrorKind::TimedOut,
         };
         std::io::Error::new(kind, err)
     }

@@ -670,3 +670,61 @@ fn tokio_read_buf_fills_a_pooled_buffer() {
         "4 KiB, full: doubled to 8, then 16"
     );
 }
+
+/// Per-bucket statistics count the size asked as well as the buffer served
+/// (issue 24: uniform requests over 4-36 KiB at a limit showed no 4 KiB
+/// bucket at all, every acquire counted in the larger bucket that served
+/// it).
+#[test]
+fn statistics_count_the_size_asked_and_the_buffer_served() {
+    let pool = BufferPool::new();
+    let mut grown = pool.acquire(100);
+    grown.resize(20_000, 0); // grows into the 20 KiB bucket, released there
+    drop(grown);
+    let served = pool.acquire(100); // this thread's 4 KiB acquires grew: served larger
+    assert_eq!(served.capacity(), 20 * KIB);
+    drop(served);
+    let s = pool.stats();
+    let (small, large) = (s.bucket(4 * KIB).unwrap(), s.bucket(20 * KIB).unwrap());
+    assert_eq!(
+        (small.acquires, small.requested, small.served_larger),
+        (1, 2, 1),
+        "{s}"
+    );
+    assert_eq!(
+        (large.acquires, large.requested, large.served_larger),
+        (1, 0, 0),
+        "{s}"
+    );
+    assert_eq!(s.total().requested, s.total().acquires, "{s}");
+    let dump = s.to_string();
+    assert!(
+        dump.contains("4 KiB: acquires 1 (hits 0, 0.0%)")
+            && dump.contains("requested 2 (served larger 1)"),
+        "{dump}"
+    );
+}
+
+/// At the memory limit a smaller request served by a larger idle buffer,
+/// shrunk to its bucket, counts as requested of its own bucket.
+#[test]
+fn statistics_count_a_request_served_shrunk_at_the_limit() {
+    let pool = BufferPool::builder()
+        .memory_limit(24 * KIB)
+        .build()
+        .unwrap();
+    drop(pool.acquire(20 * KIB)); // idle: 20 KiB of the 24
+    let first = pool.acquire(4 * KIB); // room: allocated, 24 KiB
+    let second = pool.acquire(4 * KIB); // the limit binds: the 20 KiB one, shrunk
+    assert_eq!((first.capacity(), second.capacity()), (4 * KIB, 4 * KIB));
+    let s = pool.stats();
+    let (small, large) = (s.bucket(4 * KIB).unwrap(), s.bucket(20 * KIB).unwrap());
+    assert_eq!((small.requested, small.served_larger), (2, 1), "{s}");
+    assert_eq!((large.acquires, large.requested), (2, 1), "{s}");
+    assert_eq!(
+        s.allocated_memory,
+        8 * KIB as u64,
+        "the rest went back: {s}"
+    );
+    drop((first, second));
+}

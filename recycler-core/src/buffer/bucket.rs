@@ -21,6 +21,11 @@ pub(crate) struct Bucket {
     recycler: OnceLock<Recycler<Buf>>,
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     outgrown: StatCounter,
+    /// Acquires of this bucket's size served by a larger buffer (counted,
+    /// as acquires, in the bucket that served them).
+    served_larger: StatCounter,
+    /// Acquires counted in this bucket that served a smaller request.
+    served_smaller: StatCounter,
     /// Waits at the memory limit for buffers of this bucket (or growths to
     /// its capacity).
     waits: WaitCounts,
@@ -83,6 +88,8 @@ impl Bucket {
             capacity,
             recycler: OnceLock::new(),
             outgrown: StatCounter::new(0),
+            served_larger: StatCounter::new(0),
+            served_smaller: StatCounter::new(0),
             waits: WaitCounts::default(),
         }
     }
@@ -119,6 +126,26 @@ impl Bucket {
     /// Buffers of this bucket freed because they grew past `max_capacity`.
     pub(crate) fn outgrown(&self) -> u64 {
         self.outgrown.load(Relaxed)
+    }
+
+    /// Counts an acquire of this bucket's size served by a larger buffer.
+    pub(crate) fn count_served_larger(&self) {
+        Counters::add_shared(&self.served_larger, 1);
+    }
+
+    /// Counts an acquire of this bucket's buffers that served a smaller
+    /// request.
+    pub(crate) fn count_served_smaller(&self) {
+        Counters::add_shared(&self.served_smaller, 1);
+    }
+
+    /// The acquires of this bucket's size served by a larger buffer, and
+    /// those of this bucket's buffers that served a smaller request.
+    pub(crate) fn served_otherwise(&self) -> (u64, u64) {
+        (
+            self.served_larger.load(Relaxed),
+            self.served_smaller.load(Relaxed),
+        )
     }
 
     /// Waits at the memory limit for buffers of this bucket.

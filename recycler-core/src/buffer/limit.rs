@@ -127,7 +127,17 @@ impl PoolShared {
         }
         let (buf, home, b) = (idx + 1..self.buckets().len())
             .find_map(|b| self.pop_fast(b).map(|(buf, home)| (buf, home, b)))?;
+        self.count_served_larger(idx, b);
         Some(self.shrunk_to_bucket(idx, buf, home, b))
+    }
+
+    /// Counts an acquire of bucket `asked`'s size served by a buffer of the
+    /// larger bucket `served` (statistics: `requested`, `served_larger`).
+    pub(crate) fn count_served_larger(&self, asked: usize, served: usize) {
+        if self.config().statistics {
+            self.buckets()[asked].count_served_larger();
+            self.buckets()[served].count_served_smaller();
+        }
     }
 
     /// `buf`, an idle buffer of bucket `b` just taken (counted as an

@@ -415,6 +415,7 @@ impl PoolShared {
             .map(|bucket| {
                 let t = bucket.made().map(|r| r.inner().tally()).unwrap_or_default();
                 let outgrown = bucket.outgrown();
+                let (served_larger, served_smaller) = bucket.served_otherwise();
                 let idle = if counted { t.idle() } else { 0 };
                 idle_memory += idle * bucket.capacity() as u64;
                 let (waiting, waits, timeouts, cancelled) = bucket.waits().read();
@@ -426,6 +427,14 @@ impl PoolShared {
                     capacity: bucket.capacity(),
                     acquires: if counted { t.gets() } else { 0 },
                     pooled: if counted { t.hits } else { 0 },
+                    requested: if counted {
+                        t.gets()
+                            .saturating_sub(served_smaller)
+                            .saturating_add(served_larger)
+                    } else {
+                        0
+                    },
+                    served_larger,
                     // Prefilled buffers are made, but not by an acquire.
                     non_pooled: t.created.saturating_sub(t.prefilled),
                     prefilled: t.prefilled,
@@ -447,6 +456,8 @@ impl PoolShared {
                 capacity: usize::MAX,
                 acquires,
                 pooled: 0,
+                requested: acquires,
+                served_larger: 0,
                 non_pooled: acquires,
                 evicts: 0,
                 removes: releases,

@@ -132,6 +132,7 @@ impl PoolShared {
         let mut from = idx;
         while let Some(to) = pl.grown_to(from).filter(|&to| to > from) {
             if let Some((buf, home)) = self.pop_fast(to) {
+                self.count_served_larger(idx, to);
                 if self.ledger().limit().is_some() {
                     // Under a limit, a request holds no more than its
                     // bucket (`super::limit`): the allocation is reused,
@@ -224,7 +225,11 @@ impl PoolShared {
     pub(crate) fn take_granted(&self, idx: usize, mut buf: Box<Buf>) -> (Box<Buf>, Home<Buf>, u32) {
         // A buffer the release could not shrink to the request counts in
         // its own bucket, where the release put it.
-        let idx = self.bucket_of_capacity(buf.capacity()).unwrap_or(idx);
+        let served = self.bucket_of_capacity(buf.capacity()).unwrap_or(idx);
+        if served > idx {
+            self.count_served_larger(idx, served);
+        }
+        let idx = served;
         Buf::reset(&mut buf);
         self.count_in_thread_delta(idx);
         let inner = self.bucket(idx);

@@ -69,6 +69,18 @@ pub struct BucketStats {
     pub acquires: u64,
     /// Acquires served by an idle buffer (hits), prefilled ones included.
     pub pooled: u64,
+    /// Acquires that asked for this bucket's size, whichever buffer served
+    /// them: `acquires`, less those of this bucket's buffers that served a
+    /// smaller request, plus [`served_larger`](Self::served_larger). What
+    /// to size buckets from: `acquires` counts the buffer served.
+    pub requested: u64,
+    /// Acquires of this bucket's size served by a larger idle buffer (at
+    /// the memory limit, or the buffer a bucket's acquires grew into;
+    /// `docs/buffers.md`, "Serving from a larger buffer"), counted as
+    /// acquires of the bucket that served them (whole), or, shrunk to this
+    /// bucket's capacity, as acquires and hits of that bucket and then
+    /// moved here.
+    pub served_larger: u64,
     /// Acquires that allocated a new buffer (misses). Every oversize acquire
     /// is non-pooled. Buffers [`prefill`](super::BufferPool::prefill) made
     /// are not acquires, and are counted in [`prefilled`](Self::prefilled)
@@ -148,6 +160,8 @@ impl BucketStats {
     fn add_counts(&mut self, other: &BucketStats) {
         self.acquires = self.acquires.saturating_add(other.acquires);
         self.pooled = self.pooled.saturating_add(other.pooled);
+        self.requested = self.requested.saturating_add(other.requested);
+        self.served_larger = self.served_larger.saturating_add(other.served_larger);
         self.non_pooled = self.non_pooled.saturating_add(other.non_pooled);
         self.prefilled = self.prefilled.saturating_add(other.prefilled);
         self.evicts = self.evicts.saturating_add(other.evicts);
@@ -182,6 +196,13 @@ impl BucketStats {
             self.in_use,
             self.evicts,
         )?;
+        if self.requested != self.acquires || self.served_larger != 0 {
+            write!(
+                f,
+                ", requested {} (served larger {})",
+                self.requested, self.served_larger
+            )?;
+        }
         if self.prefilled != 0 {
             write!(f, ", prefilled {}", self.prefilled)?;
         }
@@ -359,7 +380,9 @@ impl fmt::Display for BucketStats {
     /// the total), acquires with hits and the hit ratio, then the rest, in
     /// the words and with the precision of
     /// [`RecyclerStats`](crate::RecyclerStats)'s dump (`created` is
-    /// `non_pooled`; `prefilled` is shown when not 0):
+    /// `non_pooled`; `prefilled` is shown when not 0, `requested` and
+    /// `served larger` when a larger buffer served this size or this
+    /// bucket's buffers served a smaller one):
     ///
     /// ```text
     ///     4 KiB: acquires 1000 (hits 999, 99.9%), created 1, released 1000, removed 0, idle 1, in use 0, evicted 0

@@ -255,9 +255,10 @@ impl<P: PoolRef> Waiting<P> {
         }
     }
 
-    /// Gives up waiting (a blocking wait's deadline): the buffer if it was
-    /// granted meanwhile, else `LimitExceeded` with the numbers as they are.
-    fn give_up(&mut self) -> Result<Parts, AcquireError> {
+    /// Gives up waiting (a blocking wait's deadline, after `waited`): the
+    /// buffer if it was granted meanwhile, else `TimedOut` with the numbers
+    /// as they are.
+    fn give_up(&mut self, waited: Duration) -> Result<Parts, AcquireError> {
         let pool = self.pool.pool_shared();
         let idx = pool.bucket_index(self.capacity);
         let bytes = match self.queued.take() {
@@ -274,11 +275,12 @@ impl<P: PoolRef> Waiting<P> {
             }
             None => pool.wait_bytes(self.capacity, idx)?,
         };
-        Err(AcquireError::LimitExceeded {
+        Err(AcquireError::TimedOut {
             requested: self.capacity,
             needed: bytes as usize,
             allocated: pool.ledger().allocated(),
             limit: pool.ledger().limit().unwrap_or(u64::MAX),
+            waited,
         })
     }
 }
@@ -570,7 +572,7 @@ impl PoolShared {
                 Some(deadline) => {
                     let now = Instant::now();
                     if now >= deadline {
-                        return wait.give_up();
+                        return wait.give_up(timeout);
                     }
                     thread::park_timeout(deadline - now);
                 }
@@ -626,8 +628,8 @@ impl BufferPool {
     /// size no allocation can have, [`AcquireError::LimitExceeded`] for a
     /// request larger than the limit itself (its bucket's capacity, or the
     /// size asked above `max_capacity`), [`AcquireError::AllocFailed`] if
-    /// the allocator fails. After the wait, `LimitExceeded` with the numbers
-    /// as they were when it gave up.
+    /// the allocator fails. After the wait, [`AcquireError::TimedOut`] with
+    /// the numbers as they were when it gave up.
     ///
     /// # Examples
     ///

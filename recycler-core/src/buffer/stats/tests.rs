@@ -5,6 +5,7 @@ fn bucket(capacity: usize, acquires: u64, pooled: u64) -> BucketStats {
         capacity,
         acquires,
         pooled,
+        requested: acquires,
         non_pooled: acquires - pooled,
         releases: acquires,
         idle: 1,
@@ -79,6 +80,8 @@ fn total_sums_every_count_of_buckets_and_oversize() {
         waits: 11 * n,
         timeouts: 12 * n,
         cancelled: 13 * n,
+        requested: 14 * n,
+        served_larger: 15 * n,
     };
     let stats = BufferPoolStats {
         buckets: vec![count(1), count(10)],
@@ -119,7 +122,8 @@ fn total_sums_every_count_of_buckets_and_oversize() {
     );
     assert!(
         last.ends_with(
-            "evicted 444, prefilled 999, waits 1221 (waiting 1110, timed out 1332, cancelled 1443)"
+            "evicted 444, requested 1554 (served larger 1665), prefilled 999, waits 1221 \
+             (waiting 1110, timed out 1332, cancelled 1443)"
         ),
         "{text}"
     );
