@@ -95,6 +95,8 @@ mod loan;
 mod owned;
 mod owner;
 mod pool;
+#[cfg(feature = "bytes")]
+mod pooled_bytes;
 mod prefill;
 mod raw;
 mod scope;
@@ -113,6 +115,8 @@ pub use self::guard::PooledBuf;
 pub use self::handle::BufferPoolHandle;
 pub use self::owned::OwnedPooledBuf;
 pub use self::pool::BufferPool;
+#[cfg(feature = "bytes")]
+pub use self::pooled_bytes::PooledBytes;
 pub use self::scope::Scope;
 #[cfg(loom)]
 #[doc(hidden)]
