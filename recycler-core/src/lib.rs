@@ -284,6 +284,9 @@ mod builder;
 mod cache;
 mod capped;
 mod claim;
+#[cfg(feature = "codec")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codec")))]
+pub mod codec;
 mod config;
 mod cpu;
 mod decay;

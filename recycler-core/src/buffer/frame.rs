@@ -20,6 +20,7 @@ use super::pool::BufferPool;
 use super::units::PoolUnit;
 use crate::loom::Arc;
 
+mod read;
 mod room;
 mod split;
 
@@ -95,6 +96,10 @@ pub struct FrameBuf {
     len: usize,
     /// The buffer's capacity.
     cap: usize,
+    /// Bytes of the buffer known initialized from its first byte, besides
+    /// `..len` (so `base[..init.max(len)]` is), for reads into an
+    /// initialized tail ([`read_from`](Self::read_from)).
+    init: usize,
     /// The last share, for `split_to`: `base[root_start..root_start +
     /// root.len()]` as `Bytes` (empty, at 0, if none). Frames that end in
     /// it are sliced from it.
@@ -144,6 +149,7 @@ impl FrameBuf {
             pos: 0,
             len: 0,
             cap: 0,
+            init: 0,
             root: Bytes::new(),
             root_start: 0,
             buf: None,
@@ -184,6 +190,7 @@ impl FrameBuf {
         self.pos = 0;
         self.len = buf.len();
         self.cap = buf.capacity();
+        self.init = 0;
         self.root = Bytes::new();
         self.root_start = 0;
         self.buf = Some(Arc::new(buf));
@@ -373,7 +380,7 @@ impl FrameBuf {
         self.root_start = 0;
         self.buf = None;
         self.base = NonNull::dangling();
-        (self.pos, self.len, self.cap) = (0, 0, 0);
+        (self.pos, self.len, self.cap, self.init) = (0, 0, 0, 0);
         true
     }
 

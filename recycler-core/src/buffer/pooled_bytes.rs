@@ -324,6 +324,12 @@ impl PartialEq<[u8]> for PooledBytes {
     }
 }
 
+impl PartialEq<&[u8]> for PooledBytes {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self[..] == **other
+    }
+}
+
 impl PartialEq<PooledBytes> for [u8] {
     fn eq(&self, other: &PooledBytes) -> bool {
         *self == other[..]

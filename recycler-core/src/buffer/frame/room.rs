@@ -270,6 +270,7 @@ impl FrameBuf {
             let cap = buf.capacity();
             self.base = base.unwrap_or(self.base);
             self.cap = cap;
+            self.init = 0;
         }
     }
 }
