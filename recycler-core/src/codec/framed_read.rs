@@ -36,6 +36,16 @@ const MIN_READ: usize = 1024;
 ///         tokio_util::io::poll_read_buf(Pin::new(&mut self.0), cx, buf)
 ///     }
 /// }
+///
+/// // Then, in a task:
+/// async fn serve(socket: tokio::net::TcpStream, pool: std::sync::Arc<recycler_core::buffer::BufferPool>) {
+///     use recycler_core::codec::{FramedRead, LengthDelimited};
+///     let mut frames = FramedRead::with_capacity(Tokio(socket), LengthDelimited::new(), &pool, 16 * 1024);
+///     while let Some(Ok(frame)) = frames.next_frame().await {
+///         println!("{} bytes", frame.len());
+///     }
+/// }
+/// # let _ = serve;
 /// ```
 ///
 /// (The `framed_codec` example runs this over a TCP socket; this crate
