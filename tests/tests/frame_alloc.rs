@@ -85,6 +85,9 @@ struct Run {
     reads: u64,
     allocs: u64,
     copied: u64,
+    /// The read buffer's capacity at the end: what an idle connection
+    /// would hold.
+    held: usize,
 }
 
 /// The loop over a `FrameBuf`; the second half counted (the first warms
@@ -128,6 +131,7 @@ fn frame_buf_loop(wire: &[u8], read: usize, pooled: bool) -> Run {
         reads: reads - r,
         allocs: allocs() - a,
         copied: rx.bytes_copied() - c,
+        held: rx.capacity(),
     }
 }
 
@@ -177,6 +181,7 @@ fn bytes_mut_loop(wire: &[u8], read: usize) -> Run {
         reads: reads - r,
         allocs: allocs() - a,
         copied: copied - c,
+        held: rx.capacity(),
     }
 }
 
@@ -194,13 +199,16 @@ fn decode_handle_drop_allocates_at_most_once_per_buffer() {
         let per_frame = pooled.allocs as f64 / pooled.frames as f64;
         let figures = format!(
             "reads of {read}: split_to_pooled {per_frame:.4} allocations a frame, {} bytes copied; \
-             split_to {:.4} a frame, {} copied, {} reads; BytesMut {:.4}, {} copied",
+             split_to {:.4} a frame, {} copied, {} reads; BytesMut {:.4}, {} copied; \
+             held at the end: FrameBuf {}, BytesMut {}",
             pooled.copied,
             bytes.allocs as f64 / bytes.frames as f64,
             bytes.copied,
             bytes.reads,
             baseline.allocs as f64 / baseline.frames as f64,
             baseline.copied,
+            pooled.held,
+            baseline.held,
         );
         println!("{figures}");
         assert!(per_frame <= 0.05, "{figures}");

@@ -102,6 +102,7 @@ impl Decoder for LengthDelimited {
     type Item = PooledBytes;
     type Error = io::Error;
 
+    #[inline]
     fn decode(&mut self, src: &mut FrameBuf) -> io::Result<Option<PooledBytes>> {
         let Some(header) = src.get(..HEADER) else {
             return Ok(None);
