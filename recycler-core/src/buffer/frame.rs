@@ -30,7 +30,7 @@ const GROW_BY: usize = 64;
 
 /// A pooled read buffer for codecs: fill it with `BufMut` (tokio's
 /// `read_buf`), decode with `bytes::Buf`, and split each frame off as
-/// [`PooledBytes`] ([`split_to_pooled`](Self::split_to_pooled)) or `Bytes`
+/// [`PooledBytes`](super::PooledBytes) ([`split_to_pooled`](Self::split_to_pooled)) or `Bytes`
 /// ([`split_to`](Self::split_to)) that share the pooled memory. What
 /// `BytesMut` is to a decoder, over a buffer of a [`BufferPool`].
 ///
@@ -40,7 +40,7 @@ const GROW_BY: usize = 64;
 ///
 /// **Splits never copy.** A frame split off shares the buffer, and the
 /// reader goes on writing the rest of the same buffer after it (no frame
-/// ever sees those bytes). A [`PooledBytes`] costs a reference count; a
+/// ever sees those bytes). A [`PooledBytes`](super::PooledBytes) costs a reference count; a
 /// `Bytes` one more allocation (its owner) per read that completes frames,
 /// shared by all the frames of that read.
 ///
