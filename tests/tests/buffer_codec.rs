@@ -4,6 +4,8 @@
 //! on the fast path, the copy and compaction costs, bytes' panics, and the
 //! books balanced.
 
+#![cfg(not(loom))] // tokio is no dependency under loom
+
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

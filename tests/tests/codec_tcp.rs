@@ -4,6 +4,8 @@
 //! frames written by tokio-util's `LengthDelimitedCodec`; every loop is
 //! bounded, every socket has a timeout.
 
+#![cfg(not(loom))] // tokio is no dependency under loom
+
 mod common;
 
 use std::io::{self, Write};
