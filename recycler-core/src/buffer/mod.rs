@@ -43,7 +43,9 @@
 //! - **`bytes`** (feature). `bytes::BufMut` for the buffers, and
 //!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy; `FrameBuf`, a
 //!   pooled read buffer for codecs (`BufMut` to fill, `bytes::Buf` to
-//!   decode, `split_to` a frame off as `Bytes` sharing the pooled memory).
+//!   decode, `split_to_pooled` a frame off as `PooledBytes`, or `split_to`
+//!   as `Bytes`, sharing the pooled memory, while the reader writes on
+//!   after it).
 //!
 //! [The buffer guide](crate::guide::buffers) explains each of these, with
 //! the reasoning and the numbers.
