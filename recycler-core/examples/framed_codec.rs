@@ -1,35 +1,36 @@
 //! A length-prefixed protocol whose server reads and writes through pooled
 //! buffers, and whose client is tokio-util's own `LengthDelimitedCodec`.
 //!
-//! The server's read side is a [`FrameBuf`]: tokio's `read_buf` fills it (it
-//! is a `bytes::BufMut`), a small decoder reads the 4-byte big-endian length
-//! with `bytes::Buf` and splits each frame off as `Bytes` that shares the
-//! pooled memory ([`FrameBuf::split_to`], no copy). Only a partial frame
-//! left at the end of a read is copied, into the next pooled read buffer. tokio-util's `FramedRead` keeps
-//! its read buffer in a `BytesMut` of its own, so the server drives the
-//! same loop itself in `PooledFramedRead` (its `next_frame` is what
-//! `FramedRead::next` does). The write side encodes every reply to one read
-//! into one pooled buffer (a `BufMut` too) and writes it at once.
+//! The server reads with [`codec::FramedRead`](recycler_core::codec) and
+//! its [`LengthDelimited`] decoder (tokio-util's default wire format): each
+//! frame is a [`PooledBytes`] sharing the pooled read buffer, no copy, no
+//! allocation. The crate has no runtime dependency, so the server bridges
+//! tokio's `AsyncRead` to [`PollRead`] in the few lines of `Tokio` below
+//! (`tokio_util::io::poll_read_buf`: a `FrameBuf` is a `bytes::BufMut`).
+//! The write side encodes every reply to one read into one pooled buffer
+//! (a `BufMut` too) and writes it at once.
 //!
 //! The clients speak through tokio-util's codec (`Encoder` and `Decoder` of
-//! `LengthDelimitedCodec`, whose default wire format is this one),
-//! pipelining their messages: the server sees frames cut anywhere by TCP,
-//! and some larger than its 4 KiB reply buffers. Each reply is the message
-//! reversed; the clients check every one. At the end the example checks
-//! that every pooled buffer came back, and prints how many bytes the
-//! server's `FrameBuf`s copied (the shorter side of a split, and the moves
-//! to the front) against the bytes received.
+//! `LengthDelimitedCodec`), pipelining their messages: the server sees
+//! frames cut anywhere by TCP, and some larger than its 4 KiB reply
+//! buffers. Each reply is the message reversed; the clients check every
+//! one. At the end the example checks that every pooled buffer came back,
+//! and prints how many bytes the server's readers copied (partial frames
+//! moved when a buffer filled) against the bytes received.
 //!
 //! ```text
-//! cargo run -p recycler-core --features bytes --example framed_codec
+//! cargo run -p recycler-core --features codec --example framed_codec
 //! ```
 
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::task::{Context, Poll};
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
-use recycler_core::buffer::{BufferPool, FrameBuf};
+use bytes::{BufMut, Bytes, BytesMut};
+use recycler_core::buffer::{BufferPool, FrameBuf, PooledBytes};
+use recycler_core::codec::{FramedRead, LengthDelimited, PollRead};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
@@ -38,106 +39,54 @@ const CLIENTS: usize = 4;
 const MESSAGES: usize = 300;
 /// The reply buffers.
 const BUF: usize = 4096;
-/// The read buffers: a read leaves at most one partial frame to copy.
+/// The read buffers.
 const READ_BUF: usize = 16 * 1024;
 /// The largest frame the server accepts (`LengthDelimitedCodec`'s default
 /// is 8 MiB).
 const MAX_FRAME: usize = 64 * 1024;
 
-/// Bytes the servers' `FrameBuf`s copied, and bytes they received.
+/// Bytes the servers' readers copied, and bytes they received.
 static COPIED: AtomicU64 = AtomicU64::new(0);
 static RECEIVED: AtomicU64 = AtomicU64::new(0);
 
-/// A decoder over a pooled read buffer: `tokio_util::codec::Decoder`, but
-/// over a [`FrameBuf`] instead of a `BytesMut`.
-trait PooledDecoder {
-    type Item;
-    /// A whole frame from the front of `src`, or `None` to read more.
-    fn decode(&mut self, src: &mut FrameBuf) -> io::Result<Option<Self::Item>>;
-}
+/// A tokio reader, for `FramedRead` (counting what it reads).
+struct Tokio<R>(R);
 
-/// 4-byte big-endian length, then that many bytes.
-struct LengthPrefixed;
-
-impl PooledDecoder for LengthPrefixed {
-    type Item = Bytes;
-
-    fn decode(&mut self, src: &mut FrameBuf) -> io::Result<Option<Bytes>> {
-        if src.len() < 4 {
-            return Ok(None);
-        }
-        let len = u32::from_be_bytes([src[0], src[1], src[2], src[3]]) as usize;
-        if len > MAX_FRAME {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "frame too long"));
-        }
-        if src.len() < 4 + len {
-            src.reserve(4 + len - src.len()); // room for the rest of the frame
-            return Ok(None);
-        }
-        src.advance(4);
-        Ok(Some(src.split_to(len))) // shares the pooled memory
-    }
-}
-
-/// `FramedRead` over a pooled read buffer.
-struct PooledFramedRead<R, D> {
-    io: R,
-    buf: FrameBuf,
-    decoder: D,
-}
-
-impl<R: AsyncRead + Unpin, D: PooledDecoder> PooledFramedRead<R, D> {
-    /// The next frame, `None` at a clean end of stream.
-    async fn next_frame(&mut self) -> io::Result<Option<D::Item>> {
-        loop {
-            if let Some(frame) = self.decoder.decode(&mut self.buf)? {
-                return Ok(Some(frame));
-            }
-            let n = self.io.read_buf(&mut self.buf).await?;
+impl<R: AsyncRead + Unpin> PollRead for Tokio<R> {
+    fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut FrameBuf,
+    ) -> Poll<io::Result<usize>> {
+        let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.0), cx, buf);
+        if let Poll::Ready(Ok(n)) = read {
             RECEIVED.fetch_add(n as u64, Relaxed);
-            if n == 0 {
-                return match self.buf.is_empty() {
-                    true => Ok(None),
-                    false => Err(io::ErrorKind::UnexpectedEof.into()),
-                };
-            }
         }
-    }
-
-    /// A frame already in the buffer, without reading.
-    fn try_frame(&mut self) -> io::Result<Option<D::Item>> {
-        self.decoder.decode(&mut self.buf)
-    }
-}
-
-impl<R, D> Drop for PooledFramedRead<R, D> {
-    fn drop(&mut self) {
-        COPIED.fetch_add(self.buf.bytes_copied(), Relaxed);
+        read
     }
 }
 
 /// Replies to every frame with its bytes reversed, until the client closes.
 async fn serve(pool: Arc<BufferPool>, stream: TcpStream) -> io::Result<usize> {
     let (rd, mut wr) = stream.into_split();
-    let mut framed = PooledFramedRead {
-        io: rd,
-        buf: FrameBuf::with_capacity(&pool, READ_BUF),
-        decoder: LengthPrefixed,
-    };
-    let mut frames = 0;
-    while let Some(first) = framed.next_frame().await? {
+    let decoder = LengthDelimited::new().with_max_frame_length(MAX_FRAME);
+    let mut frames = FramedRead::with_capacity(Tokio(rd), decoder, &pool, READ_BUF);
+    let mut count = 0;
+    while let Some(first) = frames.next_frame().await {
         // Every frame this read completed, answered with one write.
         let mut out = pool.acquire_owned(BUF);
-        let mut next = Some(first);
+        let mut next: Option<io::Result<PooledBytes>> = Some(first);
         while let Some(frame) = next {
+            let frame = frame?;
             out.put_u32(frame.len() as u32);
             out.extend(frame.iter().rev());
-            frames += 1;
-            next = framed.try_frame()?;
+            count += 1;
+            next = frames.try_next_frame();
         }
         wr.write_all(&out).await?;
     } // each reply buffer, and each frame's share of a read buffer, back here
-    Ok(frames)
+    COPIED.fetch_add(frames.read_buffer().bytes_copied(), Relaxed);
+    Ok(count)
 }
 
 /// Sends `MESSAGES` frames through tokio-util's codec, pipelined, and

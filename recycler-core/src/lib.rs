@@ -245,7 +245,14 @@
 //!   [`buffer::OwnedPooledBuf`] (so that tokio's `read_buf` fills them);
 //!   `OwnedPooledBuf::into_bytes` and `From<OwnedPooledBuf> for Bytes`, a
 //!   zero-copy conversion whose last clone returns the memory to the pool;
+//!   `FrameBuf`, a pooled read buffer for codecs, whose frames
+//!   (`PooledBytes`, or `Bytes`) share its buffer without a copy;
 //!   and [`Recyclable`] and [`ShrinkTo`] for `bytes::BytesMut`.
+//! - **`codec`** (implies `bytes`): `recycler_core::codec`, a `Decoder` trait over
+//!   `FrameBuf`, a length-delimited decoder, and `FramedRead`, which reads
+//!   frames into pooled buffers from a blocking `io::Read` or, with no
+//!   runtime dependency, from any source that can be polled (a tokio
+//!   `AsyncRead` in a few lines).
 //! - **`track`**: leak tracking by call site. The methods that hand out
 //!   guards and buffers are `#[track_caller]`, each live one remembers where
 //!   it was taken, and `Recycler::leaks` and `BufferPool::leaks` return a
@@ -269,10 +276,14 @@
 //!   what the limit does to the hit ratio;
 //! - `tokio_echo`: the same on tokio, sixteen connections sharing four
 //!   buffers' worth of memory through `acquire_owned_async` (feature
-//!   `bytes`, for tokio's `read_buf`).
+//!   `bytes`, for tokio's `read_buf`);
+//! - `framed_codec`: a length-prefixed server reading through
+//!   `codec::FramedRead`, tokio-util's `LengthDelimitedCodec` clients
+//!   (feature `codec`).
 //!
 //! Run one with `cargo run --release -p recycler-core --example NAME`
-//! (`--features bytes` for `tokio_echo`).
+//! (`--features bytes` for `tokio_echo`, `--features codec` for
+//! `framed_codec`).
 #![doc(test(no_crate_inject, attr(deny(warnings))))]
 // The feature badges of docs.rs, which builds the docs with nightly and
 // `--cfg docsrs`; stable builds never see the attribute.
@@ -288,6 +299,9 @@ mod builder;
 mod cache;
 mod capped;
 mod claim;
+#[cfg(feature = "codec")]
+#[cfg_attr(docsrs, doc(cfg(feature = "codec")))]
+pub mod codec;
 mod config;
 mod cpu;
 mod decay;

@@ -346,11 +346,12 @@ fn acquire_owned_timeout_waits_for_another_thread_then_gives_up() {
         .unwrap_err();
     assert_eq!(
         err,
-        AcquireError::LimitExceeded {
+        AcquireError::TimedOut {
             requested: 4096,
             needed: 4096,
             allocated: BIG as u64,
-            limit: BIG as u64
+            limit: BIG as u64,
+            waited: Duration::ZERO,
         }
     );
     let releaser = thread::spawn(move || {

@@ -4,6 +4,8 @@
 //! on the fast path, the copy and compaction costs, bytes' panics, and the
 //! books balanced.
 
+#![cfg(not(loom))] // tokio is no dependency under loom
+
 mod common;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -113,6 +115,7 @@ fn one_frame_per_read_is_zero_copy() {
     let pool = Arc::new(BufferPool::new());
     let mut rx = FrameBuf::with_capacity(&pool, 100);
     let mut frames = Vec::new();
+    let base = rx.as_ptr();
     for i in 0..10u8 {
         rx.put_slice(&frame(&[i; 50]));
         let first = rx.as_ptr();
@@ -123,23 +126,18 @@ fn one_frame_per_read_is_zero_copy() {
         frames.push(f);
     }
     assert_eq!(rx.bytes_copied(), 0);
-    // Each frame holds its own buffer; the reader, everything read and
-    // split off, holds none until it next writes.
-    assert_eq!((in_use(&pool), rx.capacity()), (10, 0));
-    // 4 bytes before each frame: its buffer's first byte.
-    let starts: Vec<_> = frames.iter().map(|f| f.as_ptr().wrapping_sub(4)).collect();
+    // The frames share one buffer, one after the other: the reader went
+    // on writing after each.
+    for (i, f) in frames.iter().enumerate() {
+        assert_eq!(f.as_ptr(), base.wrapping_add(54 * i + 4));
+    }
+    assert_eq!((in_use(&pool), rx.capacity()), (1, 4096));
     drop(rx);
-    assert_eq!(in_use(&pool), 10);
+    assert_eq!(in_use(&pool), 1, "the frames hold it");
     drop(frames);
     let s = pool.stats();
-    assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 10));
-    // Those buffers serve the next acquires.
-    let again: Vec<_> = (0..10).map(|_| pool.acquire(100)).collect();
-    for b in &again {
-        assert!(starts.contains(&b.as_ptr()));
-    }
-    assert_eq!(pool.stats().buckets[0].non_pooled, 10, "nothing new made");
-    drop(again);
+    assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 1));
+    assert_eq!(pool.acquire(100).as_ptr(), base, "back in the pool");
     common::assert_buffers_counted(&pool.stats());
 }
 
@@ -174,7 +172,7 @@ fn parts_outlive_the_reader_and_the_last_returns_the_memory() {
 }
 
 #[test]
-fn a_partial_frame_moves_on_the_next_write() {
+fn a_partial_frame_stays_until_the_buffer_is_full() {
     let pool = Arc::new(BufferPool::new());
     let mut rx = FrameBuf::with_capacity(&pool, 4096);
     rx.put_slice(b"ab");
@@ -182,18 +180,25 @@ fn a_partial_frame_moves_on_the_next_write() {
     let first = rx.as_ptr();
     let small = rx.split_to(2);
     assert_eq!((&small[..], small.as_ptr()), (&b"ab"[..], first));
-    let mid = rx.split_to(500); // from the frozen bytes: no copy
+    let mid = rx.split_to(500); // from the shared bytes: no copy
     assert_eq!(mid.as_ptr(), first.wrapping_add(2));
-    assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (500, 0, 0));
+    assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (500, 4096, 0));
+    rx.put_u8(b'y'); // written after the shared bytes: no copy
+    assert_eq!((rx.len(), rx.bytes_copied()), (501, 0));
     assert_eq!(in_use(&pool), 1, "one buffer, shared");
-    rx.put_u8(b'y'); // the 500 unread bytes move to a fresh buffer
+    let end = rx.split_to(501); // a share of the bytes written since
+    assert_eq!(end.as_ptr(), first.wrapping_add(502));
+    assert_eq!(&end[498..], b"xxy");
+    rx.put_bytes(b'z', 3000); // fills the buffer but for 93 bytes
+    rx.advance(2900);
+    rx.put_bytes(b'w', 200); // full: the 100 unread move to a fresh buffer
     assert_eq!(
         (rx.len(), rx.capacity(), rx.bytes_copied()),
-        (501, 4096, 500)
+        (300, 4096, 100)
     );
     assert_eq!(in_use(&pool), 2);
-    assert_eq!(&rx[498..], b"xxy");
-    drop(small);
+    assert_eq!(&rx[99..101], b"zw");
+    drop((small, end));
     assert_eq!(in_use(&pool), 2, "`mid` holds the first buffer");
     drop(mid);
     assert_eq!(in_use(&pool), 1, "the reader's");
@@ -316,7 +321,7 @@ fn books_balance_under_many_frames_and_threads() {
     common::assert_buffers_counted(&s);
 }
 
-/// The example of `docs/buffers.md`, "Reading frames".
+/// The example of `docs/buffers.md`, "Reading frames", with `Bytes`.
 #[test]
 fn the_guide_example() {
     let pool = Arc::new(BufferPool::new());
@@ -324,18 +329,161 @@ fn the_guide_example() {
     rx.put_slice(b"\x00\x00\x00\x05hello\x00\x00\x00\x03by"); // a frame and a half
     let mut frames: Vec<Bytes> = Vec::new();
     decode_all(&mut rx, &mut frames);
-    rx.put_slice(b"e"); // the next read: the partial frame moves
-    assert_eq!(rx.bytes_copied(), 6);
+    rx.put_slice(b"e"); // the next read: written after the partial frame
+    assert_eq!(rx.bytes_copied(), 0);
     assert_eq!(&frames[0][..], b"hello");
     decode_all(&mut rx, &mut frames);
     assert_eq!(&frames[1][..], b"bye");
     drop(rx);
     assert_eq!(
         pool.stats().buckets[0].in_use,
-        2,
-        "each frame holds its buffer"
+        1,
+        "the frames share the buffer"
     );
     drop(frames);
     assert_eq!(pool.stats().buckets[0].in_use, 0);
     common::assert_buffers_counted(&pool.stats());
+}
+
+/// A refill that panics (a size no buffer can have) leaves the unread
+/// bytes where they were, as `reserve` documents: the fresh buffer is
+/// acquired before anything moves. (Before the fix, the unread bytes were
+/// taken out first, and the panic left the reader empty.)
+#[test]
+fn a_refill_that_panics_leaves_the_unread_bytes() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    rx.put_slice(b"frame+partial");
+    let frame = rx.split_to(6); // shares the buffer
+    for additional in [usize::MAX, isize::MAX as usize] {
+        panics_with("cannot exist", || rx.reserve(additional));
+        assert_eq!(&rx[..], b"partial", "reserve({additional})");
+    }
+    panics_with("BufferPool::acquire", || {
+        rx.put_bytes(0, isize::MAX as usize - 7)
+    });
+    assert_eq!(&rx[..], b"partial");
+    panics_with("past the remaining capacity", || {
+        rx.put_bytes(0, usize::MAX)
+    });
+    assert_eq!(&rx[..], b"partial");
+    rx.put_slice(b"!");
+    assert_eq!((&frame[..], &rx[..]), (&b"frame+"[..], &b"partial!"[..]));
+    drop((frame, rx));
+    assert_eq!(in_use(&pool), 0);
+    common::assert_buffers_counted(&pool.stats());
+}
+
+/// `frames` length-prefixed frames of 0 to 6,000 bytes, frame `i` all
+/// bytes `i`.
+fn length_prefixed_wire(frames: usize) -> Vec<u8> {
+    (0..frames)
+        .flat_map(|i| frame(&vec![i as u8; (i * 997) % 6000]))
+        .collect()
+}
+
+/// Under a memory limit, frames held for a while: `reserve` can only
+/// overdraw when frames hold every buffer the limit allows; `try_reserve`
+/// says so instead, and the reader, having dropped its oldest frames,
+/// goes on without a single overdraft.
+#[test]
+fn under_a_limit_try_reserve_fails_where_reserve_overdraws() {
+    use std::collections::VecDeque;
+    let wire = length_prefixed_wire(2000);
+    let run = |hard: bool| {
+        let pool = Arc::new(
+            BufferPool::builder()
+                .memory_limit(64 * 1024)
+                .build()
+                .unwrap(),
+        );
+        let mut rx = FrameBuf::with_capacity(&pool, 16 * 1024);
+        let mut held = VecDeque::new();
+        let (mut frames, mut refused) = (0, 0);
+        for read in wire.chunks(4096) {
+            if hard {
+                while let Err(err) = rx.try_reserve(read.len()) {
+                    assert!(
+                        matches!(err, recycler_core::AcquireError::LimitExceeded { .. }),
+                        "{err}"
+                    );
+                    refused += 1;
+                    held.pop_front().expect("frames hold the memory");
+                }
+            }
+            rx.put_slice(read);
+            while rx.len() >= 4 {
+                let n = u32::from_be_bytes(rx[..4].try_into().unwrap()) as usize;
+                if rx.len() < 4 + n {
+                    break;
+                }
+                rx.advance(4);
+                held.push_back(rx.split_to_pooled(n));
+                frames += 1;
+                if held.len() > 24 {
+                    held.pop_front(); // handled, a while later
+                }
+            }
+        }
+        assert_eq!(frames, 2000);
+        drop((held, rx));
+        let s = pool.stats();
+        assert_eq!(s.total().in_use, 0, "{s}");
+        common::assert_buffers_counted(&s);
+        (s.overdrafts, refused)
+    };
+    let (overdrafts, _) = run(false);
+    assert!(overdrafts > 0, "the plain loop overdraws: {overdrafts}");
+    let (overdrafts, refused) = run(true);
+    assert_eq!(overdrafts, 0);
+    assert!(refused > 0, "the limit was met");
+}
+
+/// `reserve_async` waits at the limit until the frames a consumer task
+/// holds drop: no overdraft, the same frames.
+#[test]
+fn reserve_async_waits_for_the_frames_to_drop() {
+    let wire = length_prefixed_wire(500);
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(32 * 1024)
+            .build()
+            .unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let got = rt.block_on(async {
+        let (tx, mut frames) = tokio::sync::mpsc::unbounded_channel();
+        let consumer = tokio::spawn(async move {
+            let mut sum = 0usize;
+            while let Some(frame) = frames.recv().await {
+                let frame: recycler_core::buffer::PooledBytes = frame;
+                sum += frame.len();
+                tokio::task::yield_now().await; // holds it a while
+            }
+            sum
+        });
+        let mut rx = FrameBuf::with_capacity(&pool, 16 * 1024);
+        for read in wire.chunks(4096) {
+            rx.reserve_async(read.len()).await.unwrap();
+            rx.put_slice(read);
+            while rx.len() >= 4 {
+                let n = u32::from_be_bytes(rx[..4].try_into().unwrap()) as usize;
+                if rx.len() < 4 + n {
+                    break;
+                }
+                rx.advance(4);
+                tx.send(rx.split_to_pooled(n)).unwrap();
+            }
+            tokio::task::yield_now().await;
+        }
+        drop((tx, rx));
+        consumer.await.unwrap()
+    });
+    let want: usize = (0..500).map(|i| (i * 997) % 6000).sum();
+    assert_eq!(got, want);
+    let s = pool.stats();
+    assert_eq!((s.overdrafts, s.total().in_use), (0, 0), "{s}");
+    common::assert_buffers_counted(&s);
 }

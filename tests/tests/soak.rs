@@ -132,7 +132,7 @@ fn live(shared: &Shared, seed: u64) {
                         b.extend_from_slice(&[7; 64][..size.min(64)]);
                         held.push(Item::Buf(b));
                     }
-                    Err(AcquireError::LimitExceeded { .. }) => {
+                    Err(AcquireError::LimitExceeded { .. } | AcquireError::TimedOut { .. }) => {
                         t.limit_refusals.fetch_add(1, Relaxed);
                     }
                     Err(err) => panic!("{err}"),

@@ -1,12 +1,16 @@
 //! Feature `bytes`: [`FrameBuf`], a pooled read buffer for codecs: the read
 //! side kept off the guards, whose `Deref` starts at the buffer's first
-//! byte. Splits share memory by freezing the buffer into `Bytes`, with no
-//! `unsafe`: no `&mut` ever covers memory a `Bytes` can read, since the
-//! reader writes only into a fresh pooled buffer after a split
-//! (`docs/buffers.md`, "Reading frames").
+//! byte. This file holds the type, its reading side (`Deref`, `Buf`) and
+//! `BufMut`; splitting frames off is in [`split`], making room (`reserve`,
+//! `try_reserve`, `reserve_async`, the refill into a fresh buffer) in
+//! [`room`]. The aliasing argument for writing a buffer whose head frames
+//! share is in [`super::pooled_bytes`] (`docs/buffers.md`, "Reading
+//! frames").
 
 use std::fmt;
 use std::ops::Deref;
+use std::ptr::{self, NonNull};
+use std::slice;
 
 use ::bytes::buf::UninitSlice;
 use ::bytes::{Buf, BufMut, Bytes};
@@ -16,30 +20,42 @@ use super::pool::BufferPool;
 use super::units::PoolUnit;
 use crate::loom::Arc;
 
+mod read;
+mod room;
+mod split;
+
 /// Bytes a full buffer makes room for, at least, when `chunk_mut` needs
 /// room (as the guards' `BufMut` does).
 const GROW_BY: usize = 64;
 
 /// A pooled read buffer for codecs: fill it with `BufMut` (tokio's
-/// `read_buf`), decode with `bytes::Buf`, and [`split_to`](Self::split_to)
-/// each frame off as `Bytes` that shares the pooled memory. What `BytesMut`
-/// is to a decoder, over a buffer of a [`BufferPool`].
+/// `read_buf`), decode with `bytes::Buf`, and split each frame off as
+/// [`PooledBytes`](super::PooledBytes) ([`split_to_pooled`](Self::split_to_pooled)) or `Bytes`
+/// ([`split_to`](Self::split_to)) that share the pooled memory. What
+/// `BytesMut` is to a decoder, over a buffer of a [`BufferPool`].
 ///
 /// It dereferences to the *unread* bytes (unlike [`OwnedPooledBuf`], whose
 /// `Deref` starts at the buffer's first byte). [`advance`](Buf::advance)
-/// moves the read offset without copying; when everything is read the
-/// buffer starts over from its first byte. The unread bytes move to the
-/// front (a `copy_within`) only when a write needs room, as `BytesMut`
-/// reclaims space, before the buffer grows.
+/// moves the read offset without copying.
 ///
-/// [`split_to`](Self::split_to) never copies: the first split freezes the
-/// pooled buffer into `Bytes`, which the frame and the reader's unread bytes
-/// then share, and later splits share it too. The next write (the next
-/// socket read) goes into a fresh buffer from the same pool, with the bytes
-/// still unread, if any, copied in front: at most one partial frame per
-/// read (counted in [`bytes_copied`](Self::bytes_copied)); nothing when
-/// every frame read was split off whole. A pooled buffer returns to the
-/// pool when the reader and every `Bytes` that shares it have dropped.
+/// **Splits never copy.** A frame split off shares the buffer, and the
+/// reader goes on writing the rest of the same buffer after it (no frame
+/// ever sees those bytes). A [`PooledBytes`](super::PooledBytes) costs a reference count; a
+/// `Bytes` one more allocation (its owner) per read that completes frames,
+/// shared by all the frames of that read.
+///
+/// **When the buffer is full**, and no frame split off it is still alive,
+/// the unread bytes move to its front (if anything was read before them),
+/// as `BytesMut` reclaims space, and it grows only if that is not enough.
+/// While frames still hold it, the unread bytes (a partial frame) move to
+/// a fresh buffer from the same pool instead, and the frames keep the old
+/// one, which returns to the pool when the last of them drops. Both copies
+/// are counted in [`bytes_copied`](Self::bytes_copied).
+///
+/// At the pool's `memory_limit`, the writes and [`reserve`](Self::reserve)
+/// take their fresh buffer (or growth) as an overdraft, as the guards'
+/// writes do; [`try_reserve`](Self::try_reserve) fails instead, and
+/// [`reserve_async`](Self::reserve_async) waits for memory.
 ///
 /// # Examples
 ///
@@ -58,31 +74,60 @@ const GROW_BY: usize = 64;
 ///         break; // a partial frame: read more
 ///     }
 ///     rx.advance(2);
-///     frames.push(rx.split_to(n));
+///     frames.push(rx.split_to_pooled(n));
 /// }
-/// assert_eq!(frames, [&b"hello"[..], &b"bye"[..]]);
+/// assert_eq!(frames[0], b"hello"[..]);
+/// assert_eq!(frames[1], b"bye"[..]);
 /// assert!(rx.is_empty());
 /// ```
 pub struct FrameBuf {
-    /// The buffer written into, `buf[pos..]` unread; `None` while frozen:
-    /// after a split, until the next write.
-    buf: Option<OwnedPooledBuf>,
-    /// The unread bytes while frozen (shared with the frames split off);
-    /// empty otherwise.
-    frozen: Bytes,
-    /// The read offset into `buf`, `<= buf.len()`; 0 while frozen.
+    /// The first byte of the buffer written into; dangling without one.
+    ///
+    /// Invariants: `pos <= len <= cap`; `base[..cap]` is the allocation of
+    /// `buf` (none if `cap` is 0); `base[..len]` is initialized. The
+    /// reader writes only `base[len..cap]`, the *tail*, and only through
+    /// `&mut self`; it writes `base[..len]` again (moves, growth, starting
+    /// over) only while its reference to `buf` is the only one. See
+    /// [`super::pooled_bytes`] for why that is sound.
+    base: NonNull<u8>,
+    /// The read offset: `base[pos..len]` are the unread bytes.
     pos: usize,
-    /// The pool, and the capacity asked of it for the next buffer.
-    pool: PoolUnit,
-    capacity: usize,
-    /// Bytes copied by thaws and compactions.
+    /// The bytes written.
+    len: usize,
+    /// The buffer's capacity.
+    cap: usize,
+    /// Bytes of the buffer known initialized from its first byte, besides
+    /// `..len` (so `base[..init.max(len)]` is), for reads into an
+    /// initialized tail ([`read_from`](Self::read_from)).
+    init: usize,
+    /// The last share, for `split_to`: `base[root_start..root_start +
+    /// root.len()]` as `Bytes` (empty, at 0, if none). Frames that end in
+    /// it are sliced from it.
+    root: Bytes,
+    root_start: usize,
+    /// The buffer written into, shared with the frames split off it; its
+    /// length is stale (the reader's is the truth). `None`: no buffer.
+    buf: Option<Arc<OwnedPooledBuf>>,
+    /// Bytes copied by moves to the front and refills.
     copied: u64,
+    /// The capacity asked of the pool for a fresh buffer (at least).
+    refill_capacity: usize,
+    /// The pool fresh buffers come from.
+    pool: PoolUnit,
 }
 
+// SAFETY: the reader's raw parts (`base`, the offsets) are a unique owner's,
+// as a `Vec<u8>`'s are: it writes its buffer only through `&mut self`, and
+// the bytes it shares only while no `PooledBytes` reads them (see
+// `pooled_bytes`). Its other fields are `Send + Sync`.
+unsafe impl Send for FrameBuf {}
+// SAFETY: `&FrameBuf` only reads initialized bytes (`Deref`, the offsets);
+// nothing is written through it.
+unsafe impl Sync for FrameBuf {}
+
 impl FrameBuf {
-    /// A reader over `buf`: its written bytes are the unread ones. After a
-    /// split it takes buffers of `buf`'s capacity (at least) from the same
-    /// pool.
+    /// A reader over `buf`: its written bytes are the unread ones. Fresh
+    /// buffers come from the same pool, with `buf`'s capacity (at least).
     ///
     /// # Examples
     ///
@@ -99,18 +144,29 @@ impl FrameBuf {
     /// assert_eq!(&rx[..], b"bc");
     /// ```
     pub fn new(buf: OwnedPooledBuf) -> Self {
-        Self {
-            pool: PoolUnit::take(buf.pool()),
-            capacity: buf.capacity(),
-            buf: Some(buf),
-            frozen: Bytes::new(),
+        let mut this = Self {
+            base: NonNull::dangling(),
             pos: 0,
+            len: 0,
+            cap: 0,
+            init: 0,
+            root: Bytes::new(),
+            root_start: 0,
+            buf: None,
             copied: 0,
-        }
+            refill_capacity: buf.capacity(),
+            pool: PoolUnit::take(buf.pool()),
+        };
+        this.install(buf);
+        this
     }
 
     /// An empty reader over a buffer of at least `capacity` bytes from
     /// `pool` (as [`BufferPool::acquire_owned`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`BufferPool::acquire`].
     ///
     /// # Examples
     ///
@@ -124,6 +180,29 @@ impl FrameBuf {
     /// ```
     pub fn with_capacity(pool: &Arc<BufferPool>, capacity: usize) -> Self {
         Self::new(pool.acquire_owned(capacity))
+    }
+
+    /// Makes `buf` the buffer written into, its written bytes the unread
+    /// ones; lets the previous one go (it returns to the pool when the
+    /// frames split off it have dropped).
+    fn install(&mut self, mut buf: OwnedPooledBuf) {
+        self.base = NonNull::new(buf.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        self.pos = 0;
+        self.len = buf.len();
+        self.cap = buf.capacity();
+        self.init = 0;
+        self.root = Bytes::new();
+        self.root_start = 0;
+        self.buf = Some(Arc::new(buf));
+    }
+
+    /// The buffer, if the reader's reference is the only one: no frame
+    /// split off it is alive. The reader's own share (`root`) is let go
+    /// first; a later `split_to` makes another.
+    fn exclusive(&mut self) -> Option<&mut OwnedPooledBuf> {
+        self.root = Bytes::new();
+        self.root_start = 0;
+        self.buf.as_mut().and_then(Arc::get_mut)
     }
 
     /// Unread bytes.
@@ -142,10 +221,7 @@ impl FrameBuf {
     /// ```
     #[inline]
     pub fn len(&self) -> usize {
-        match &self.buf {
-            Some(buf) => buf.len() - self.pos,
-            None => self.frozen.len(),
-        }
+        self.len - self.pos
     }
 
     /// Whether every byte written has been read.
@@ -164,13 +240,13 @@ impl FrameBuf {
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == self.pos
     }
 
-    /// The capacity of the buffer it writes into now: the unread bytes and
-    /// the bytes already read before them count against it. 0 while the
-    /// reader has no buffer of its own: after a split, until it next writes
-    /// (its unread bytes are shared with the frames then).
+    /// The capacity of the buffer it writes into now: the unread bytes, the
+    /// bytes read (or split off) before them, and the room after them. 0
+    /// while it has no buffer (after
+    /// [`release_if_empty`](Self::release_if_empty)).
     ///
     /// # Examples
     ///
@@ -183,27 +259,32 @@ impl FrameBuf {
     /// ```
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.buf.as_ref().map_or(0, |buf| buf.capacity())
+        self.cap
     }
 
-    /// Bytes copied so far: the unread bytes a write after a split carried
-    /// into a fresh buffer, and those moved to the front to make room. The
-    /// price of sharing without `unsafe`, to watch in a benchmark.
+    /// Bytes copied so far: the unread bytes moved to the front of a full
+    /// buffer, and those carried into a fresh buffer when frames still
+    /// held the full one. To watch in a benchmark.
     ///
     /// # Examples
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use bytes::BufMut;
+    /// use bytes::{Buf, BufMut};
     /// use recycler_core::buffer::{BufferPool, FrameBuf};
     ///
     /// let mut rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 10);
-    /// rx.put_slice(b"frame+part");
-    /// let frame = rx.split_to(6); // no copy
+    /// rx.put_bytes(b'x', 4000);
+    /// let frame = rx.split_to_pooled(3990); // no copy: shares the buffer
+    /// rx.put_slice(&[b'y'; 90]); // written after the frame: no copy
     /// assert_eq!(rx.bytes_copied(), 0);
-    /// rx.put_slice(b"ial"); // "part" moves to a fresh buffer first
-    /// assert_eq!(rx.bytes_copied(), 4);
-    /// assert_eq!((&frame[..], &rx[..]), (&b"frame+"[..], &b"partial"[..]));
+    /// rx.put_slice(&[b'z'; 10]); // full, `frame` holds it: the 100 unread
+    /// assert_eq!((rx.len(), rx.bytes_copied()), (110, 100)); // move to a fresh one
+    /// drop(frame);
+    /// rx.put_bytes(b'w', 3986); // full again, held by nobody else
+    /// rx.advance(4090);
+    /// rx.put_slice(b"!"); // the 6 unread move to the front
+    /// assert_eq!((rx.len(), rx.bytes_copied()), (7, 106));
     /// ```
     #[inline]
     pub fn bytes_copied(&self) -> u64 {
@@ -214,9 +295,7 @@ impl FrameBuf {
     ///
     /// # Panics
     ///
-    /// As [`OwnedPooledBuf::push`]: only if the buffer must grow and cannot
-    /// exist (the allocator fails, or the size is past the largest
-    /// possible); never at the pool's memory limit.
+    /// As [`reserve`](Self::reserve).
     ///
     /// # Examples
     ///
@@ -228,60 +307,22 @@ impl FrameBuf {
     /// rx.extend_from_slice(b"abc");
     /// assert_eq!(&rx[..], b"abc");
     /// ```
+    #[inline]
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
-        self.writable(bytes.len()).extend_from_slice(bytes);
-    }
-
-    /// Makes room for at least `additional` more bytes after the unread
-    /// ones: after a split, in a fresh buffer from the pool, the unread
-    /// bytes copied in; else by moving the unread bytes to the front (if
-    /// any were read before them and that is not enough already), then by
-    /// growing the buffer as [`OwnedPooledBuf::reserve`] does.
-    ///
-    /// # Panics
-    ///
-    /// As [`extend_from_slice`](Self::extend_from_slice).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use bytes::{Buf, BufMut};
-    /// use recycler_core::buffer::{BufferPool, FrameBuf};
-    ///
-    /// let mut rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 4096);
-    /// rx.put_bytes(7, 4000);
-    /// rx.advance(3990); // 10 unread, 96 bytes free after them
-    /// rx.reserve(1000); // the 10 bytes move to the front: no growth
-    /// assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (10, 4096, 10));
-    /// ```
-    pub fn reserve(&mut self, additional: usize) {
-        self.writable(additional);
-    }
-
-    /// The buffer to write into, with room for `additional` more bytes
-    /// (see [`reserve`](Self::reserve)).
-    fn writable(&mut self, additional: usize) -> &mut OwnedPooledBuf {
-        let buf = match self.buf.take() {
-            Some(buf) => buf,
-            None => self.thaw(additional),
-        };
-        let buf = self.buf.insert(buf);
-        if buf.capacity() - buf.len() < additional {
-            if self.pos > 0 {
-                // Compact: the unread bytes to the front.
-                let unread = buf.len() - self.pos;
-                buf.copy_within(self.pos.., 0);
-                buf.truncate(unread);
-                self.copied += unread as u64;
-                self.pos = 0;
-            }
-            buf.reserve(additional);
+        self.reserve(bytes.len());
+        // SAFETY: `reserve` made room for `bytes.len()` bytes in the tail,
+        // `base[len..cap]`, which only `&mut self` writes and no `&[u8]` or
+        // frame covers (they cover bytes before `len`); so `bytes` does not
+        // overlap it (it may be a frame of this buffer: before `len`).
+        unsafe {
+            let tail = self.base.as_ptr().add(self.len);
+            ptr::copy_nonoverlapping(bytes.as_ptr(), tail, bytes.len());
         }
-        buf
+        self.len += bytes.len();
     }
 
-    /// Forgets the unread bytes; keeps the buffer.
+    /// Forgets the unread bytes; keeps the buffer (from its first byte
+    /// again, if no frame split off it is alive).
     ///
     /// # Examples
     ///
@@ -295,22 +336,24 @@ impl FrameBuf {
     /// assert!(rx.is_empty());
     /// ```
     pub fn clear(&mut self) {
-        if let Some(buf) = &mut self.buf {
-            buf.clear();
-        }
-        self.frozen = Bytes::new();
-        self.pos = 0;
+        self.pos = self.len;
+        self.start_over();
     }
 
-    /// The first `at` unread bytes as [`Bytes`], sharing the pooled memory,
-    /// without a copy; the reader keeps the bytes after them (shared with
-    /// the frame until the reader next writes: see [`FrameBuf`]). What
-    /// `BytesMut::split_to` is, and like it:
-    ///
-    /// # Panics
-    ///
-    /// If `at > self.len()`, as `BytesMut::split_to` does;
-    /// [`try_split_to`](Self::try_split_to) returns `None` instead.
+    /// With nothing unread: starts over from the buffer's first byte if no
+    /// frame split off it is alive; else goes on after them.
+    #[cold]
+    fn start_over(&mut self) {
+        if self.exclusive().is_some() {
+            self.pos = 0;
+            self.len = 0;
+        }
+    }
+
+    /// If every byte written has been read, lets the buffer go (back to the
+    /// pool, once the frames split off it have dropped) and returns `true`;
+    /// the next write takes a fresh buffer from the pool. For a connection
+    /// about to idle: it then holds no buffer at all.
     ///
     /// # Examples
     ///
@@ -320,81 +363,34 @@ impl FrameBuf {
     /// use recycler_core::buffer::{BufferPool, FrameBuf};
     ///
     /// let pool = Arc::new(BufferPool::new());
-    /// let mut rx = FrameBuf::with_capacity(&pool, 100);
-    /// rx.put_slice(b"hello");
-    /// let first = rx.as_ptr();
-    /// let frame = rx.split_to(5);
-    /// assert_eq!((&frame[..], frame.as_ptr()), (&b"hello"[..], first)); // no copy
-    /// drop(rx);
-    /// assert_eq!(pool.stats().buckets[0].in_use, 1); // `frame` holds its buffer
-    /// drop(frame);
-    /// assert_eq!(pool.stats().buckets[0].in_use, 0);
+    /// let mut rx = FrameBuf::with_capacity(&pool, 10);
+    /// rx.put_u8(1);
+    /// assert!(!rx.release_if_empty()); // one byte unread: kept
+    /// rx.clear();
+    /// assert!(rx.release_if_empty());
+    /// assert_eq!((rx.capacity(), pool.stats().buckets[0].in_use), (0, 0));
+    /// rx.put_u8(2); // a fresh buffer
+    /// assert_eq!(rx.capacity(), 4096);
     /// ```
-    #[track_caller]
-    pub fn split_to(&mut self, at: usize) -> Bytes {
-        match self.try_split_to(at) {
-            Some(bytes) => bytes,
-            None => panic!("split_to out of bounds: {at:?} <= {:?}", self.len()),
+    pub fn release_if_empty(&mut self) -> bool {
+        if !self.is_empty() {
+            return false;
         }
-    }
-
-    /// As [`split_to`](Self::split_to), or `None` (the reader unchanged) if
-    /// fewer than `at` bytes are unread.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::{BufferPool, FrameBuf};
-    ///
-    /// let mut rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 10);
-    /// rx.extend_from_slice(b"abc");
-    /// assert!(rx.try_split_to(4).is_none());
-    /// assert_eq!(rx.try_split_to(3).as_deref(), Some(&b"abc"[..]));
-    /// ```
-    pub fn try_split_to(&mut self, at: usize) -> Option<Bytes> {
-        if at > self.len() {
-            return None;
-        }
-        if at == 0 {
-            return Some(Bytes::new());
-        }
-        if let Some(buf) = self.buf.take() {
-            // Freeze: the buffer goes whole to `Bytes`; nothing writes to it
-            // again, and it returns to the pool when the last part drops.
-            self.frozen = buf.into_bytes().slice(self.pos..);
-            self.pos = 0;
-        }
-        let frame = self.frozen.split_to(at);
-        if self.frozen.is_empty() {
-            // Hold no share of the frames' memory.
-            self.frozen = Bytes::new();
-        }
-        Some(frame)
-    }
-
-    /// All the unread bytes as [`Bytes`], sharing the pooled memory, without
-    /// a copy; the reader's next write takes a fresh buffer from the pool.
-    /// What `BytesMut::split` is.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use recycler_core::buffer::{BufferPool, FrameBuf};
-    ///
-    /// let mut rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 10);
-    /// rx.extend_from_slice(b"abc");
-    /// assert_eq!(&rx.split()[..], b"abc");
-    /// assert!(rx.is_empty());
-    /// assert_eq!(rx.bytes_copied(), 0);
-    /// ```
-    pub fn split(&mut self) -> Bytes {
-        self.split_to(self.len())
+        self.root = Bytes::new();
+        self.root_start = 0;
+        self.buf = None;
+        self.base = NonNull::dangling();
+        (self.pos, self.len, self.cap, self.init) = (0, 0, 0, 0);
+        true
     }
 
     /// The pooled buffer, the unread bytes at its front: moved there if some
-    /// were read before them, or copied into a fresh buffer after a split.
+    /// were read before them, or copied into a fresh buffer if frames split
+    /// off the one written into are still alive.
+    ///
+    /// # Panics
+    ///
+    /// As [`BufferPool::acquire`], if it needs a fresh buffer.
     ///
     /// # Examples
     ///
@@ -409,29 +405,25 @@ impl FrameBuf {
     /// assert_eq!(&rx.into_inner()[..], b"bc");
     /// ```
     pub fn into_inner(mut self) -> OwnedPooledBuf {
-        let (pos, mut buf) = match self.buf.take() {
-            Some(buf) => (self.pos, buf),
-            None => (0, self.thaw(0)),
-        };
-        if pos > 0 {
-            let unread = buf.len() - pos;
-            buf.copy_within(pos.., 0);
-            buf.truncate(unread);
+        if self.move_to_front()
+            && let Some(shared) = self.buf.take()
+        {
+            match Arc::try_unwrap(shared) {
+                Ok(mut buf) => {
+                    // SAFETY: after the move `base[..len]` are the unread
+                    // bytes, initialized, within `buf`'s capacity.
+                    unsafe { buf.set_len(self.len) };
+                    return buf;
+                }
+                Err(shared) => self.buf = Some(shared),
+            }
         }
-        buf
-    }
-
-    /// After a split: a fresh buffer from the pool with room for
-    /// `additional` more bytes, the bytes still unread copied in. The frozen
-    /// buffer stays with the frames that share it.
-    fn thaw(&mut self, additional: usize) -> OwnedPooledBuf {
-        let unread = std::mem::take(&mut self.frozen);
-        let size = unread.len().saturating_add(additional);
-        let mut buf = self.pool.pool().acquire_owned(self.capacity.max(size));
-        buf.extend_from_slice(&unread);
-        self.copied += unread.len() as u64;
-        self.pos = 0;
-        buf
+        let mut fresh = self
+            .pool
+            .pool()
+            .acquire_owned(self.refill_capacity.max(self.len()));
+        fresh.extend_from_slice(&self); // `self.buf` keeps them until the end
+        fresh
     }
 }
 
@@ -470,10 +462,10 @@ impl Deref for FrameBuf {
     /// The unread bytes.
     #[inline]
     fn deref(&self) -> &[u8] {
-        match &self.buf {
-            Some(buf) => &buf[self.pos..],
-            None => &self.frozen,
-        }
+        // SAFETY: `base[pos..len]` is inside the allocation and initialized
+        // (the invariants); nothing writes it while `&self` lives (the
+        // reader writes through `&mut self` only, and only after `len`).
+        unsafe { slice::from_raw_parts(self.base.as_ptr().add(self.pos), self.len - self.pos) }
     }
 }
 
@@ -496,7 +488,7 @@ impl Buf for FrameBuf {
     }
 
     /// Moves the read offset: no copy. When everything is read, the buffer
-    /// starts over from its first byte.
+    /// starts over from its first byte, if no frame split off it is alive.
     ///
     /// # Panics
     ///
@@ -508,12 +500,9 @@ impl Buf for FrameBuf {
         if cnt > unread {
             panic!("cannot advance past `remaining`: {cnt:?} <= {unread:?}");
         }
-        if cnt == unread {
-            self.clear();
-        } else if self.buf.is_some() {
-            self.pos += cnt;
-        } else {
-            self.frozen.advance(cnt);
+        self.pos += cnt;
+        if self.pos == self.len {
+            self.start_over();
         }
     }
 
@@ -525,72 +514,95 @@ impl Buf for FrameBuf {
     }
 }
 
-// Making room before a write (a thaw, or moving the unread bytes to the
-// front) changes nothing the delegation below relies on: `chunk_mut` is the
-// writable buffer's spare capacity after its written part, `advance_mut`
-// covers bytes the caller initialized there.
 #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
-// SAFETY: `chunk_mut` and `advance_mut` delegate to the writable buffer's
-// own `BufMut` (sound by its impl in `bytes.rs`); the frozen bytes, shared
-// with `Bytes`, are never written.
+// SAFETY: `chunk_mut` is the tail, `base[len..cap]`: inside the allocation,
+// covered by no `&[u8]` or frame (they cover bytes before `len`);
+// `advance_mut` moves `len` over bytes the caller has initialized there,
+// never past `cap` (checked).
 unsafe impl BufMut for FrameBuf {
-    /// As much as a `Vec<u8>` could hold, as the guards'.
+    /// As much as a `Vec<u8>` could hold: the reader makes room when full.
     #[inline]
     fn remaining_mut(&self) -> usize {
-        match &self.buf {
-            Some(buf) => buf.remaining_mut(),
-            None => isize::MAX as usize - self.frozen.len(),
-        }
+        isize::MAX as usize - self.len()
     }
 
     #[inline]
     #[track_caller]
     unsafe fn advance_mut(&mut self, cnt: usize) {
-        if cnt == 0 {
-            return;
+        if cnt > self.cap - self.len {
+            panic!(
+                "advance_mut({cnt}) past the capacity ({} of {} written)",
+                self.len, self.cap
+            );
         }
-        let buf = self.writable(0);
-        // SAFETY: the caller initialized `cnt` bytes of the last
-        // `chunk_mut`, which was this buffer's own `chunk_mut` (`writable`
-        // takes no new buffer once one is there), so its contract holds.
-        unsafe { buf.advance_mut(cnt) };
+        self.len += cnt;
     }
 
-    /// The spare capacity after the unread bytes. After a split, a fresh
-    /// buffer from the pool first, the unread bytes copied in; when full,
-    /// the unread bytes first move to the front, and if that frees nothing
-    /// the buffer grows (by at least 64 bytes), as [`FrameBuf::reserve`].
+    /// The room after the unread bytes. When full, room for at least 64
+    /// more bytes is made first, as [`FrameBuf::reserve`] makes it.
     #[inline]
     fn chunk_mut(&mut self) -> &mut UninitSlice {
-        let room = match &self.buf {
-            Some(buf) if buf.len() < buf.capacity() => 0,
-            _ => GROW_BY,
-        };
-        self.writable(room).chunk_mut()
+        if self.len == self.cap {
+            self.reserve(GROW_BY);
+        }
+        // SAFETY: the tail, `base[len..cap]`, is inside the allocation and
+        // the reader's alone (see the `unsafe impl`); `&mut self` is held
+        // as long as the slice.
+        unsafe {
+            UninitSlice::from_raw_parts_mut(self.base.as_ptr().add(self.len), self.cap - self.len)
+        }
     }
 
     #[inline]
     fn put_slice(&mut self, src: &[u8]) {
         self.extend_from_slice(src);
     }
+
+    /// Appends `cnt` copies of `val`, making room for all of them first (as
+    /// [`FrameBuf::reserve`]).
+    ///
+    /// # Panics
+    ///
+    /// As `BufMut` requires, if `cnt` is more than
+    /// [`remaining_mut`](BufMut::remaining_mut); and as
+    /// [`FrameBuf::reserve`]. The reader is unchanged then.
+    #[inline]
+    fn put_bytes(&mut self, val: u8, cnt: usize) {
+        let remaining = self.remaining_mut();
+        if cnt > remaining {
+            panic!("put_bytes({cnt}) past the remaining capacity ({remaining})");
+        }
+        self.reserve(cnt);
+        // SAFETY: `reserve` made room for `cnt` bytes in the tail, which is
+        // the reader's alone (see the `unsafe impl`).
+        unsafe { ptr::write_bytes(self.base.as_ptr().add(self.len), val, cnt) };
+        self.len += cnt;
+    }
 }
 
 impl fmt::Debug for FrameBuf {
-    /// Unread bytes, read offset and capacity; never the contents.
+    /// Unread bytes, read offset and capacity, and whether frames (or
+    /// shares) of the buffer are alive; never the contents.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use recycler_core::buffer::{BufferPool, FrameBuf};
     ///
     /// let rx = FrameBuf::with_capacity(&Arc::new(BufferPool::new()), 10);
-    /// assert_eq!(format!("{rx:?}"), "FrameBuf { len: 0, pos: 0, capacity: 4096, frozen: false, .. }");
+    /// assert_eq!(format!("{rx:?}"), "FrameBuf { len: 0, pos: 0, capacity: 4096, shared: false, .. }");
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FrameBuf")
             .field("len", &self.len())
             .field("pos", &self.pos)
-            .field("capacity", &self.capacity())
-            .field("frozen", &self.buf.is_none())
+            .field("capacity", &self.cap)
+            .field(
+                "shared",
+                &self.buf.as_ref().is_some_and(|b| Arc::strong_count(b) > 1),
+            )
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -44,7 +44,9 @@
 //! - **`bytes`** (feature). `bytes::BufMut` for the buffers, and
 //!   [`OwnedPooledBuf`] into `bytes::Bytes` without a copy; `FrameBuf`, a
 //!   pooled read buffer for codecs (`BufMut` to fill, `bytes::Buf` to
-//!   decode, `split_to` a frame off as `Bytes` sharing the pooled memory).
+//!   decode, `split_to_pooled` a frame off as `PooledBytes`, or `split_to`
+//!   as `Bytes`, sharing the pooled memory, while the reader writes on
+//!   after it).
 //!
 //! [The buffer guide](crate::guide::buffers) explains each of these, with
 //! the reasoning and the numbers.
@@ -96,6 +98,8 @@ mod loan;
 mod owned;
 mod owner;
 mod pool;
+#[cfg(feature = "bytes")]
+mod pooled_bytes;
 mod prefill;
 mod raw;
 mod scope;
@@ -114,6 +118,8 @@ pub use self::guard::PooledBuf;
 pub use self::handle::BufferPoolHandle;
 pub use self::owned::OwnedPooledBuf;
 pub use self::pool::BufferPool;
+#[cfg(feature = "bytes")]
+pub use self::pooled_bytes::PooledBytes;
 pub use self::scope::Scope;
 #[cfg(loom)]
 #[doc(hidden)]
