@@ -650,7 +650,8 @@ fn growth_at_the_memory_limit() {
     drop(b);
     drop(o);
     assert_eq!(pool.stats().overdraft_memory, 0, "overdrafts are freed");
-    // A hard limit: `io::Write` fails instead, and nothing panics.
+    // A hard limit: `io::Write` fails instead, and a write that cannot fail
+    // panics rather than pass the limit (the buffer unchanged).
     let hard = BufferPool::builder()
         .memory_limit(4096)
         .hard_limit(true)
@@ -661,8 +662,11 @@ fn growth_at_the_memory_limit() {
     let err = h.write(b"x").unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
     assert!(err.to_string().contains("`memory_limit` exceeded"), "{err}");
-    h.push(0);
-    assert_eq!(hard.stats().limit_violations, 1);
+    let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| h.push(0)));
+    assert!(pushed.is_err());
+    assert_eq!(h.len(), 4096, "unchanged");
+    let s = hard.stats();
+    assert_eq!((s.overdrafts, s.limit_violations), (0, 0), "{s}");
     drop(h);
     assert_books_balance(&hard.stats());
     assert_books_balance(&pool.stats());

@@ -165,8 +165,9 @@ fn many_tasks_reserve_async_at_a_small_limit_never_overdraw() {
     assert_quiet(&s);
 }
 
-/// The same writers with `hard_limit(true)`: still no panic; every
-/// overdraft is a violation.
+/// The same writers with `hard_limit(true)`, writing what `remaining_mut`
+/// says there is room for, claimed with `try_reserve` (another thread may
+/// take it first): no panic, and the limit holds, no overdraft at all.
 #[test]
 fn a_hard_limit_never_panics_either() {
     let pool = Arc::new(
@@ -180,20 +181,32 @@ fn a_hard_limit_never_panics_either() {
         .map(|_| {
             let pool = Arc::clone(&pool);
             std::thread::spawn(move || {
+                let mut written = 0;
                 for _ in 0..50 {
-                    let mut out = pool.acquire_owned(1);
-                    out.put_slice(&[1; 10_000]);
-                    out.put_slice(&[2; 10_000]);
+                    let Ok(mut out) = pool.try_acquire_owned(1) else {
+                        continue;
+                    };
+                    for part in [1, 2] {
+                        // What `remaining_mut` reports may be taken by
+                        // another thread before the write: claim it.
+                        let n = out.remaining_mut().min(10_000);
+                        if out.try_reserve(n).is_ok() {
+                            out.put_slice(&vec![part; n]);
+                            written += n;
+                        }
+                    }
                 }
+                written
             })
         })
         .collect();
-    for w in writers {
-        w.join().expect("no writer panics");
-    }
+    let written: usize = writers
+        .into_iter()
+        .map(|w| w.join().expect("no writer panics"))
+        .sum();
     let s = pool.stats();
-    assert!(s.overdrafts > 0, "{s}");
-    assert_eq!(s.limit_violations, s.overdrafts, "{s}");
+    assert!(written > 0, "{s}");
+    assert_eq!((s.overdrafts, s.limit_violations), (0, 0), "{s}");
     assert_quiet(&s);
 }
 
@@ -374,8 +387,9 @@ fn try_reserve_fails_at_the_limit_and_leaves_the_buffer_unchanged() {
     assert_eq!(pool.stats().overdrafts, 0);
 }
 
-/// `hard_limit(true)`: `io::Write` fails at the limit; the infallible
-/// methods still never panic, and every overdraft is a violation.
+/// `hard_limit(true)`: `io::Write` fails at the limit, the Vec-like
+/// methods that cannot fail panic (issue 24: they overdrew), and an
+/// acquire's overdraft is a violation.
 #[test]
 fn a_hard_limit_fails_io_write_and_counts_violations() {
     let pool = BufferPool::builder()
@@ -389,11 +403,17 @@ fn a_hard_limit_fails_io_write_and_counts_violations() {
     assert_eq!(err.kind(), io::ErrorKind::OutOfMemory);
     assert!(err.to_string().contains("`memory_limit` exceeded"), "{err}");
     assert_eq!(buf.len(), 4 * KIB, "unchanged");
-    buf.push(2);
+    let pushed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| buf.push(2)));
+    assert!(
+        pushed.is_err(),
+        "a write that cannot fail panics rather than pass the limit"
+    );
+    assert_eq!(buf.len(), 4 * KIB, "unchanged");
+    // An acquire is no write: an overdraft, counted as a violation.
     let other = pool.acquire(1);
     let s = pool.stats();
-    assert_eq!((s.overdrafts, s.limit_violations), (2, 2), "{s}");
-    assert!(s.to_string().contains("limit violations 2"), "{s}");
+    assert_eq!((s.overdrafts, s.limit_violations), (1, 1), "{s}");
+    assert!(s.to_string().contains("limit violations 1"), "{s}");
     drop((buf, other));
     assert_quiet(&pool.stats());
 }
@@ -747,4 +767,113 @@ fn three_huge_waiters_under_the_largest_limit() {
     let s = pool.stats();
     // The 4 KiB were freed, not cached: someone waited.
     assert_eq!((s.oversize.waiting, s.allocated_memory), (0, 0), "{s}");
+}
+
+/// `hard_limit(true)` holds for every write path (issue 24: `put_slice` and
+/// `read_buf` went 160 KiB past it, 7 `limit_violations`): `BufMut` reports
+/// the room under the limit and stops there, a `put_slice` past it and the
+/// Vec-like methods that cannot fail panic with the buffer unchanged, and
+/// nothing is overdrawn.
+#[test]
+fn a_hard_limit_holds_for_every_write_path() {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    let pool = BufferPool::builder()
+        .memory_limit(64 * KIB)
+        .hard_limit(true)
+        .build()
+        .unwrap();
+    // `BufMut` as tokio's `read_buf` drives it: while there is room, write
+    // into `chunk_mut` and advance.
+    let mut a = pool.acquire(4 * KIB);
+    let mut fed = 0;
+    while a.has_remaining_mut() && fed < 200 * KIB {
+        let chunk = a.chunk_mut();
+        let n = chunk.len().min(1000);
+        for i in 0..n {
+            chunk.write_byte(i, 7);
+        }
+        // SAFETY: the first `n` bytes of the chunk were written above.
+        unsafe { a.advance_mut(n) };
+        fed += n;
+    }
+    assert_eq!((fed, a.len()), (64 * KIB, 64 * KIB), "filled to the limit");
+    assert_eq!(a.chunk_mut().len(), 0, "no room: what read_buf reads is 0");
+    let over = catch_unwind(AssertUnwindSafe(|| a.put_slice(&[1])));
+    assert!(over.is_err(), "put_slice past remaining_mut panics");
+    assert_eq!(a.len(), 64 * KIB, "unchanged");
+    drop(a);
+    // The Vec-like methods that cannot fail.
+    let mut b = pool.acquire(60 * KIB);
+    b.extend_from_slice(&[1; 60 * KIB]);
+    let over = catch_unwind(AssertUnwindSafe(|| b.extend_from_slice(&[0; 10 * KIB])));
+    assert!(over.is_err(), "extend_from_slice past the limit panics");
+    let over = catch_unwind(AssertUnwindSafe(|| b.extend([2u8; 10 * KIB])));
+    assert!(over.is_err(), "Extend past the limit panics");
+    let over = catch_unwind(AssertUnwindSafe(|| b.reserve(10 * KIB)));
+    assert!(over.is_err(), "reserve past the limit panics");
+    assert_eq!(b.len(), 60 * KIB, "unchanged");
+    b.extend_from_slice(&[3; 4 * KIB]); // under the limit: grows
+    let s = pool.stats();
+    assert!(s.allocated_memory <= 64 * KIB as u64, "{s}");
+    assert_eq!((s.overdrafts, s.limit_violations), (0, 0), "{s}");
+    drop(b);
+    assert_buffers_counted(&pool.stats());
+}
+
+/// Without `hard_limit`, the same writes grow as overdrafts, as before.
+#[test]
+fn a_soft_limit_lets_writes_overdraw() {
+    let pool = BufferPool::builder()
+        .memory_limit(16 * KIB)
+        .build()
+        .unwrap();
+    let mut a = pool.acquire(4 * KIB);
+    assert!(a.remaining_mut() > 1 << 40, "as a Vec: the buffer grows");
+    a.put_slice(&[1; 40 * KIB]);
+    let s = pool.stats();
+    assert_eq!((s.overdrafts, s.limit_violations), (1, 0), "{s}");
+}
+
+/// A `FrameBuf` under a hard limit: reading as tokio's `read_buf` does (while
+/// there is room, into `chunk_mut`) stops at the limit with nothing
+/// overdrawn; a write past it panics, the unread bytes unchanged.
+#[test]
+fn a_frame_buf_stays_under_a_hard_limit() {
+    use recycler_core::buffer::FrameBuf;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    let pool = Arc::new(
+        BufferPool::builder()
+            .memory_limit(32 * KIB)
+            .hard_limit(true)
+            .build()
+            .unwrap(),
+    );
+    let mut rx = FrameBuf::with_capacity(&pool, 4 * KIB);
+    let mut fed = 0;
+    while rx.has_remaining_mut() && fed < 100 * KIB {
+        let chunk = rx.chunk_mut();
+        if chunk.len() == 0 {
+            break; // what read_buf reads then: 0
+        }
+        let n = chunk.len().min(1000);
+        for i in 0..n {
+            chunk.write_byte(i, 9);
+        }
+        // SAFETY: the first `n` bytes of the chunk were written above.
+        unsafe { rx.advance_mut(n) };
+        fed += n;
+    }
+    assert!(
+        (16 * KIB..=32 * KIB).contains(&fed),
+        "read up to the limit: {fed}"
+    );
+    let len = rx.len();
+    let over = catch_unwind(AssertUnwindSafe(|| rx.put_slice(&[0; 40 * KIB])));
+    assert!(over.is_err(), "a write past the limit panics");
+    assert_eq!(rx.len(), len, "unchanged");
+    let s = pool.stats();
+    assert!(s.allocated_memory <= 32 * KIB as u64, "{s}");
+    assert_eq!((s.overdrafts, s.limit_violations), (0, 0), "{s}");
 }

@@ -284,22 +284,36 @@ impl BufferPoolBuilder {
         self
     }
 
-    /// Whether the `memory_limit` is meant to be hard (default: false). No
-    /// method panics at the limit either way; with `true`:
+    /// Whether the `memory_limit` holds for writes too (default: false).
     ///
-    /// - `io::Write` into a buffer that cannot grow under the limit returns
-    ///   an error of kind `OutOfMemory` (with `false` it grows as an
-    ///   overdraft, as `Vec` and `BytesMut` always grow);
-    /// - the methods that cannot fail (`acquire`, `push`,
-    ///   `extend_from_slice`, `reserve`, `bytes::BufMut`...) are still
-    ///   served as overdrafts past the limit, rather than panic, and each
-    ///   such overdraft is also counted in
-    ///   [`BufferPoolStats::limit_violations`](super::BufferPoolStats::limit_violations):
-    ///   0 there means the limit held. Use the fallible methods
-    ///   (`try_acquire`, `acquire_timeout`, `acquire_async`, `try_reserve`,
-    ///   `reserve_async`) to keep it 0.
+    /// With `false`, a buffer that must grow past the limit to take a write
+    /// (`push`, `extend_from_slice`, `reserve`, `io::Write`, `Extend`,
+    /// `bytes::BufMut`, tokio's `read_buf`) grows as an *overdraft*, as
+    /// `Vec` and `BytesMut` always grow, freed when released, counted in
+    /// [`BufferPoolStats::overdrafts`](super::BufferPoolStats::overdrafts).
+    /// With `true`, no write passes the limit:
     ///
-    /// Without a `memory_limit` it changes nothing.
+    /// - `io::Write` returns an error of kind `OutOfMemory`;
+    /// - `bytes::BufMut` reports the room under the limit as its
+    ///   `remaining_mut` (the spare capacity and the growth the memory free
+    ///   covers), as a `&mut [u8]` reports its room: `chunk_mut` is empty
+    ///   when there is none, so tokio's `read_buf` reads nothing (`Ok(0)`;
+    ///   check `has_remaining_mut()` first, or `reserve_async`), and
+    ///   `put_slice` past it panics, as `BufMut` requires;
+    /// - the Vec-like methods that cannot fail (`push`,
+    ///   `extend_from_slice`, `resize`, `reserve`, `Extend`...) panic rather
+    ///   than pass the limit, as `Vec` panics when it cannot grow: use
+    ///   `try_reserve` or `reserve_async` first.
+    ///
+    /// Acquires are not writes: `acquire` at the limit still makes an
+    /// overdraft (use `try_acquire`, `acquire_timeout` or `acquire_async`
+    /// to stay under it), counted in
+    /// [`BufferPoolStats::limit_violations`](super::BufferPoolStats::limit_violations)
+    /// as well; so is a `BufMut` write that `remaining_mut` promised room
+    /// for when another thread took that room first. 0 there means the
+    /// limit held.
+    ///
+    /// `build()` refuses it without a `memory_limit`.
     ///
     /// # Examples
     ///
@@ -307,13 +321,20 @@ impl BufferPoolBuilder {
     /// use std::io::Write;
     /// use recycler_core::buffer::BufferPool;
     ///
-    /// let pool = BufferPool::builder().memory_limit(4096).hard_limit(true).build()?;
+    /// let pool = BufferPool::builder().memory_limit(16 * 1024).hard_limit(true).build()?;
     /// let mut buf = pool.acquire(4096);
-    /// let err = buf.write_all(&[0; 5000]).unwrap_err();
+    /// let err = buf.write_all(&[0; 20_000]).unwrap_err();
     /// assert_eq!(err.kind(), std::io::ErrorKind::OutOfMemory);
-    /// buf.extend_from_slice(&[0; 5000]); // infallible: an overdraft, no panic
+    /// # #[cfg(feature = "bytes")] {
+    /// use bytes::BufMut;
+    /// assert_eq!(buf.remaining_mut(), 16 * 1024); // the room under the limit
+    /// buf.put_slice(&[1; 10_000]); // fits: grown to 12 KiB, under the limit
+    /// # }
+    /// # #[cfg(not(feature = "bytes"))]
+    /// # buf.extend_from_slice(&[1; 10_000]);
+    /// assert!(buf.try_reserve(8192).is_err()); // would pass it
     /// let s = pool.stats();
-    /// assert_eq!((s.overdrafts, s.limit_violations), (1, 1));
+    /// assert_eq!((s.allocated_memory, s.overdrafts, s.limit_violations), (12 * 1024, 0, 0));
     /// # Ok::<(), recycler_core::ConfigError>(())
     /// ```
     pub fn hard_limit(mut self, hard: bool) -> Self {

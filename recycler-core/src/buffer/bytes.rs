@@ -6,8 +6,10 @@
 use ::bytes::buf::UninitSlice;
 use ::bytes::{BufMut, Bytes};
 
+use super::grow::{hard_reach, reserve_overdrawing, try_reserve};
 use super::guard::PooledBuf;
 use super::owned::OwnedPooledBuf;
+use super::pool::PoolRef;
 
 /// Bytes a full buffer grows by, at least, when `chunk_mut` needs room (as
 /// `Vec<u8>` and `BytesMut` do).
@@ -21,10 +23,20 @@ macro_rules! buf_mut {
         // length forward over bytes the caller has initialized, and never
         // past the capacity (checked).
         unsafe impl BufMut for $ty {
-            /// As much as a `Vec<u8>` could hold: the buffer grows when full.
+            /// As much as a `Vec<u8>` could hold: the buffer grows when
+            /// full. Under a hard memory limit (`hard_limit(true)`), the
+            /// room under the limit, as a `&mut [u8]` reports its room: the
+            /// spare capacity and the growth the memory free covers now.
+            /// tokio's `read_buf` then reads nothing (`Ok(0)`) into a buffer
+            /// with no room left; check
+            /// [`has_remaining_mut`](BufMut::has_remaining_mut) first, or
+            /// make room with `reserve_async`.
             #[inline]
             fn remaining_mut(&self) -> usize {
-                isize::MAX as usize - self.len()
+                match hard_reach(self.pool.pool_shared(), self.capacity()) {
+                    Some(reach) => reach - self.len(),
+                    None => isize::MAX as usize - self.len(),
+                }
             }
 
             #[inline]
@@ -49,21 +61,45 @@ macro_rules! buf_mut {
             /// 64 bytes, rounded up to a bucket): at the pool's
             /// `memory_limit`, as an overdraft, as
             /// [`push`](Self::push) grows, so tokio's `read_buf` never
-            /// panics there.
+            /// panics there. Under a hard limit, only as far as the limit
+            /// allows: empty when [`remaining_mut`](BufMut::remaining_mut)
+            /// is 0.
             ///
             /// # Panics
             ///
             /// If a full buffer cannot grow because the allocator fails.
             #[inline]
             fn chunk_mut(&mut self) -> &mut UninitSlice {
-                if self.len() == self.capacity() {
-                    self.reserve(GROW_BY);
+                if self.len() == self.capacity() && self.remaining_mut() > 0 {
+                    self.make_room(GROW_BY);
                 }
                 UninitSlice::uninit(self.spare_capacity_mut())
             }
 
+            /// Appends `src`, growing the buffer if need be: at the pool's
+            /// `memory_limit` as an overdraft, as
+            /// [`extend_from_slice`](Self::extend_from_slice) grows.
+            ///
+            /// # Panics
+            ///
+            /// If `src` is longer than
+            /// [`remaining_mut`](BufMut::remaining_mut), as `BufMut`
+            /// requires; under a hard memory limit, if it does not fit
+            /// under the limit when written (another thread may take the
+            /// room `remaining_mut` reported: claim it with `try_reserve`
+            /// first), as the Vec-like methods that cannot fail; and as
+            /// [`push`](Self::push). The buffer is unchanged then.
             #[inline]
             fn put_slice(&mut self, src: &[u8]) {
+                if self.capacity() - self.len() < src.len() {
+                    let remaining = self.remaining_mut();
+                    if src.len() > remaining {
+                        panic!(
+                            "put_slice({}) past the remaining capacity ({remaining})",
+                            src.len()
+                        );
+                    }
+                }
                 self.extend_from_slice(src);
             }
 
@@ -73,17 +109,34 @@ macro_rules! buf_mut {
             ///
             /// As `BufMut` requires, if `cnt` is more than
             /// [`remaining_mut`](BufMut::remaining_mut) (so `len() + cnt`
-            /// never overflows); and if the buffer cannot grow, as
-            /// [`push`](Self::push). The buffer is unchanged then.
+            /// never overflows); and as
+            /// [`put_slice`](BufMut::put_slice). The buffer is unchanged
+            /// then.
             #[inline]
             fn put_bytes(&mut self, val: u8, cnt: usize) {
                 let remaining = self.remaining_mut();
                 if cnt > remaining {
                     panic!("put_bytes({cnt}) past the remaining capacity ({remaining})");
                 }
-                // No overflow: `len + remaining == isize::MAX`.
+                // No overflow: `len + remaining <= isize::MAX`.
                 let len = self.len();
                 self.resize(len + cnt, val);
+            }
+        }
+
+        impl $ty {
+            /// Room for `additional` more bytes for `chunk_mut`: within a
+            /// hard limit if the memory is free; if another thread took
+            /// what `remaining_mut` reported meanwhile and none is left,
+            /// nothing (`chunk_mut` is then empty, and `remaining_mut` 0);
+            /// else as an overdraft, counted in `limit_violations`.
+            fn make_room(&mut self, additional: usize) {
+                let pool = self.pool.pool_shared();
+                if try_reserve(pool, &mut self.buf, &mut self.origin, additional, false).is_err()
+                    && self.remaining_mut() > 0
+                {
+                    reserve_overdrawing(pool, &mut self.buf, &mut self.origin, additional);
+                }
             }
         }
     };

@@ -521,9 +521,19 @@ impl Buf for FrameBuf {
 // never past `cap` (checked).
 unsafe impl BufMut for FrameBuf {
     /// As much as a `Vec<u8>` could hold: the reader makes room when full.
+    /// Under a hard memory limit (`hard_limit(true)`), the room after the
+    /// unread bytes and the memory free under the limit: at most what a
+    /// write can get there (a growth takes a bucket's worth, and another
+    /// thread may take the memory first: [`FrameBuf::try_reserve`] claims
+    /// it).
     #[inline]
     fn remaining_mut(&self) -> usize {
-        isize::MAX as usize - self.len()
+        match self.free_under_hard_limit() {
+            Some(free) => (self.cap - self.len)
+                .saturating_add(free)
+                .min(isize::MAX as usize - self.len()),
+            None => isize::MAX as usize - self.len(),
+        }
     }
 
     #[inline]
@@ -539,11 +549,18 @@ unsafe impl BufMut for FrameBuf {
     }
 
     /// The room after the unread bytes. When full, room for at least 64
-    /// more bytes is made first, as [`FrameBuf::reserve`] makes it.
+    /// more bytes is made first, as [`FrameBuf::reserve`] makes it; under a
+    /// hard memory limit only if the limit has it (else the slice is
+    /// empty, and tokio's `read_buf` reads nothing: `Ok(0)`).
     #[inline]
     fn chunk_mut(&mut self) -> &mut UninitSlice {
         if self.len == self.cap {
-            self.reserve(GROW_BY);
+            if self.hard_limit() {
+                // Nothing past the limit: no room, an empty slice.
+                let _ = self.try_reserve(GROW_BY);
+            } else {
+                self.reserve(GROW_BY);
+            }
         }
         // SAFETY: the tail, `base[len..cap]`, is inside the allocation and
         // the reader's alone (see the `unsafe impl`); `&mut self` is held

@@ -157,13 +157,35 @@ fn grow_lent(
 }
 
 /// Makes room for `additional` more bytes: past the memory limit as an
-/// overdraft; panics, as `Vec` does, only for a size no buffer can have or
-/// when the allocator fails.
+/// overdraft, unless the pool's limit is hard (`hard_limit(true)`), where
+/// it panics rather than pass the limit; panics, as `Vec` does, for a size
+/// no buffer can have or when the allocator fails.
 #[inline]
+#[track_caller]
 pub(crate) fn reserve(pool: &PoolShared, loan: &mut Loan, origin: &mut u32, additional: usize) {
     if loan.capacity() - loan.len() < additional {
         let len = loan.len();
-        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional);
+        let overdraft = !pool.config().hard_limit;
+        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional, overdraft);
+        loan.refresh();
+    }
+}
+
+/// [`reserve`], past the limit as an overdraft even where the limit is
+/// hard (counted in `limit_violations`): for a `BufMut` write that
+/// `remaining_mut` promised room for, and another thread took that room
+/// first.
+#[inline]
+#[cfg(feature = "bytes")]
+pub(crate) fn reserve_overdrawing(
+    pool: &PoolShared,
+    loan: &mut Loan,
+    origin: &mut u32,
+    additional: usize,
+) {
+    if loan.capacity() - loan.len() < additional {
+        let len = loan.len();
+        *origin = grow_or_panic(pool, loan.buf_mut(), len, *origin, additional, true);
         loan.refresh();
     }
 }
@@ -177,9 +199,35 @@ fn grow_or_panic(
     len: usize,
     origin: u32,
     additional: usize,
+    overdraft: bool,
 ) -> u32 {
-    match grow_lent(pool, buf, len, origin, additional, true) {
+    match grow_lent(pool, buf, len, origin, additional, overdraft) {
         Ok(origin) => origin,
+        Err(err @ AcquireError::LimitExceeded { .. }) => {
+            panic!("pooled buffer cannot grow past the pool's `hard_limit`: {err}")
+        }
         Err(err) => panic!("pooled buffer cannot grow: {err}"),
     }
+}
+
+/// Under a hard memory limit (`hard_limit(true)`), the largest capacity a
+/// buffer of capacity `cap` can grow to now without passing it: the
+/// growths a write makes there (the smallest bucket that holds what it
+/// needs, past `max_capacity` exactly that) that the memory free covers.
+/// `None` if the limit is not hard: a write grows as far as it needs.
+#[cfg(feature = "bytes")]
+pub(crate) fn hard_reach(pool: &PoolShared, cap: usize) -> Option<usize> {
+    let config = pool.config();
+    let alignment = config.alignment.max(1);
+    let limit = config.memory_limit.filter(|_| config.hard_limit)?;
+    let free = (limit as u64).saturating_sub(pool.ledger().allocated());
+    let most = cap
+        .saturating_add(usize::try_from(free).unwrap_or(usize::MAX))
+        .min(AlignedBuf::max_capacity(alignment));
+    let reach = if most > config.max_capacity {
+        most
+    } else {
+        most / config.bucket_step * config.bucket_step
+    };
+    Some(reach.max(cap))
 }

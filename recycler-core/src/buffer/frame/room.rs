@@ -29,15 +29,18 @@ impl FrameBuf {
     ///
     /// At the pool's `memory_limit` the fresh buffer, or the growth, is an
     /// overdraft (counted in
-    /// [`BufferPoolStats::overdrafts`](crate::buffer::BufferPoolStats::overdrafts)),
-    /// never a panic; [`try_reserve`](Self::try_reserve) fails there, and
+    /// [`BufferPoolStats::overdrafts`](crate::buffer::BufferPoolStats::overdrafts));
+    /// [`try_reserve`](Self::try_reserve) fails there, and
     /// [`reserve_async`](Self::reserve_async) waits.
     ///
     /// # Panics
     ///
     /// As `Vec` and `BytesMut` do, only for a size no buffer can have (the
     /// unread bytes plus `additional` past `isize::MAX`) or if the
-    /// allocator fails. The unread bytes stay where they were then.
+    /// allocator fails; and under a hard memory limit
+    /// ([`hard_limit(true)`](crate::buffer::BufferPoolBuilder::hard_limit)),
+    /// if the room does not fit under the limit, as the buffers' Vec-like
+    /// methods. The unread bytes stay where they were then.
     ///
     /// # Examples
     ///
@@ -63,6 +66,14 @@ impl FrameBuf {
     #[inline(never)]
     #[track_caller]
     fn reserve_slow(&mut self, additional: usize) {
+        if self.hard_limit() {
+            // Under a hard limit, no overdraft: as the buffers' Vec-like
+            // methods, a panic rather than pass the limit.
+            if let Err(err) = self.try_reserve(additional) {
+                panic!("FrameBuf cannot make room under the pool's `hard_limit`: {err}");
+            }
+            return;
+        }
         if self.move_to_front() {
             if let Some(buf) = self.own_to_grow(additional) {
                 buf.reserve(additional);
@@ -72,6 +83,25 @@ impl FrameBuf {
             let fresh = self.pool.pool().acquire_owned(self.refill_size(additional));
             self.refill(fresh);
         }
+    }
+
+    /// Whether the pool's memory limit holds for writes too
+    /// (`hard_limit(true)`).
+    pub(super) fn hard_limit(&self) -> bool {
+        let config = self.pool.pool().config();
+        config.hard_limit && config.memory_limit.is_some()
+    }
+
+    /// Under a hard memory limit, the memory free under it (what a growth
+    /// or a fresh buffer could take at most); `None` otherwise.
+    pub(super) fn free_under_hard_limit(&self) -> Option<usize> {
+        let pool = self.pool.pool();
+        let limit = pool
+            .config()
+            .memory_limit
+            .filter(|_| pool.config().hard_limit)?;
+        let free = (limit as u64).saturating_sub(pool.ledger().allocated());
+        Some(usize::try_from(free).unwrap_or(usize::MAX))
     }
 
     /// Makes room for at least `additional` more bytes, as
