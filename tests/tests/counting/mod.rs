@@ -8,7 +8,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 /// The system allocator, counting the calling thread's allocations.
-pub struct Counting;
+pub(crate) struct Counting;
 
 thread_local! {
     static ALLOCS: Cell<u64> = const { Cell::new(0) };
@@ -37,6 +37,6 @@ unsafe impl GlobalAlloc for Counting {
 }
 
 /// The calling thread's allocations so far.
-pub fn allocs() -> u64 {
+pub(crate) fn allocs() -> u64 {
     ALLOCS.with(Cell::get)
 }
