@@ -34,7 +34,16 @@ pub(crate) const ACCOUNTED: u64 = 2;
 
 pub(crate) use crate::gate::CLOSED;
 
+/// The owner word of the orphan cache of a recycler in striped mode on
+/// restartable sequences without an idle-memory cap, which homes all of
+/// its objects there: the release that finds it (one more compare, past
+/// the owner path's) pushes onto this CPU's cache ([`crate::near`]). Below
+/// [`TOKEN_STEP`] and no flag of a token's, so no thread's token equals it
+/// and every path that asks who owns the cache reads nobody.
+pub(crate) const NEAR: u64 = 1;
+
 static_assertions::const_assert!(ACCOUNTED < TOKEN_STEP && CLOSED < TOKEN_STEP);
+static_assertions::const_assert!(NEAR < TOKEN_STEP && NEAR & (ACCOUNTED | CLOSED) == 0);
 
 /// One thread's cache, in three groups of cache lines, each 128-byte
 /// aligned (so that no two groups, of this cache or another, share a line or
@@ -406,6 +415,14 @@ impl<T> Local<T> {
     #[inline(always)]
     pub(crate) fn is_owned_by(&self, token: Token) -> bool {
         self.owner_word() & !(TOKEN_STEP - 1) == token
+    }
+
+    /// Makes this cache, owned by nobody, the home of a recycler whose
+    /// releases take striped mode's lean path ([`NEAR`]). Before the
+    /// recycler is shared.
+    pub(crate) fn mark_near(&self) {
+        debug_assert_eq!(self.owner_word(), NOBODY);
+        self.owner.store(NEAR, Ordering::Relaxed);
     }
 
     /// Whether no live thread owns this cache, for a releaser deciding if the

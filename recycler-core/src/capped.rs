@@ -51,22 +51,24 @@ impl<T: Recyclable> Shared<T> {
         }
     }
 
-    /// `get`'s miss on the inlined owner path: under a cap, the capped
-    /// owner path, else the slow get. Inlined into `get`'s miss branch, so
-    /// that the slow get of a recycler without a cap is reached as before.
+    /// `get`'s miss on the inlined owner path, as [`Miss`](crate::shared::Miss) says: under a
+    /// cap, the capped owner path; striped mode on sections, its lean get
+    /// ([`crate::near`]); else the slow get. Inlined into `get`'s miss
+    /// branch, so that the owner path's hits pay nothing for it.
     #[inline(always)]
     pub(crate) fn get_miss(&self) -> (Box<T>, Home<T>) {
-        if self.owner_flag == ACCOUNTED {
-            return self.get_capped();
-        }
-        self.get_slow()
+        // As cold as the slow get's call was before it became indirect: the
+        // owner path's blocks keep their layout.
+        std::hint::cold_path();
+        // SAFETY: chosen for this state (by `Shared::new`).
+        unsafe { (self.on_miss)(self) }
     }
 
     /// A capped recycler's `get` miss: the capped owner path, else the
     /// slow get.
     #[cold]
     #[inline(never)]
-    fn get_capped(&self) -> (Box<T>, Home<T>) {
+    pub(crate) fn get_capped(&self) -> (Box<T>, Home<T>) {
         if let Some(acct) = self.own_account()
             && let Some(hit) = self.pop_capped(acct)
         {

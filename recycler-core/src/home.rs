@@ -5,7 +5,7 @@ use std::ptr::NonNull;
 
 use crate::cache::Local;
 use crate::mine::Mine;
-use crate::registry;
+use crate::registry::{self, Token};
 
 /// Where a guard's object goes when released: the cache of the thread that
 /// got it, the recycler's orphan cache (for objects handed to a thread that
@@ -73,6 +73,41 @@ impl<T> Home<T> {
         } else {
             None
         }
+    }
+
+    /// [`mine`](Self::mine), with the owner word it compared when the
+    /// calling thread does not own the home: for the release that goes on
+    /// to ask whether it is [`NEAR`](crate::cache::NEAR) without a second
+    /// load.
+    ///
+    /// # Safety
+    ///
+    /// The recycler that made this home is alive for `'a`.
+    #[inline(always)]
+    pub(crate) unsafe fn owner<'a>(&self) -> Result<Mine<'a, T>, Token> {
+        // SAFETY: a cache of a live recycler (the caller's guarantee), which
+        // never moves or frees a cache while it lives.
+        let local = unsafe { self.ptr.as_ref() };
+        let word = local.owner_word();
+        if word == registry::current() {
+            // SAFETY: as in `mine`: the calling thread owns the cache.
+            Ok(unsafe { Mine::new(local) })
+        } else {
+            Err(word)
+        }
+    }
+
+    /// Whether the home is a striped recycler's whose releases take the
+    /// lean path ([`crate::near`]): a cache marked
+    /// [`NEAR`](crate::cache::NEAR). One load and one compare.
+    ///
+    /// # Safety
+    ///
+    /// The recycler that made this home is alive.
+    #[inline(always)]
+    pub(crate) unsafe fn is_near(&self) -> bool {
+        // SAFETY: a cache of a live recycler (the caller's guarantee).
+        unsafe { self.ptr.as_ref() }.owner_word() == crate::cache::NEAR
     }
 }
 

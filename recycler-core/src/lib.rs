@@ -322,6 +322,7 @@ mod inbox;
 mod keep;
 mod loom;
 mod mine;
+mod near;
 mod owned;
 mod owner;
 mod percpu;

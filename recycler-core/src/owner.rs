@@ -20,14 +20,14 @@
 use std::cell::Cell;
 use std::ptr;
 
-use crate::cache::{CLOSED, Local, Rest};
+use crate::cache::{CLOSED, Local, NEAR, Rest};
 use crate::decay::DECAY_PERIOD;
 use crate::gate::{self, GetGate};
 use crate::home::Home;
 use crate::loom::{Ordering, fence};
 use crate::mine::Mine;
 use crate::recyclable::Recyclable;
-use crate::registry;
+use crate::registry::{self, NOBODY, Token};
 use crate::resetting::Resetting;
 use crate::shared::Shared;
 use crate::stats::Counters;
@@ -104,23 +104,51 @@ impl<T: Recyclable> Shared<T> {
     /// (the guard being released keeps it).
     #[inline(always)]
     pub(crate) unsafe fn release(obj: Box<T>, home: Home<T>, pool: bool) {
+        let mut word = NOBODY;
         if pool {
             // SAFETY: alive (the caller's guarantee).
-            if let Some(mine) = unsafe { home.mine() } {
-                let obj = Resetting::reset(obj, home);
-                // The hot slot, with no mark: only its owner ever touches a
-                // plain recycler's slot (see `crate::steal`).
-                // SAFETY: a plain recycler's cache (a buffer pool's buffers
-                // are released by the pool).
-                let Some(obj) = (unsafe { mine.fill_slot(obj) }) else {
-                    Counters::add_owned(&mine.counters.released_local, 1);
-                    return;
-                };
-                // SAFETY: the caller's guarantee.
-                return unsafe { Self::release_batch(mine, obj, home) };
+            match unsafe { home.owner() } {
+                Ok(mine) => {
+                    let obj = Resetting::reset(obj, home);
+                    // The hot slot, with no mark: only its owner ever
+                    // touches a plain recycler's slot (see `crate::steal`).
+                    // SAFETY: a plain recycler's cache (a buffer pool's
+                    // buffers are released by the pool).
+                    let Some(obj) = (unsafe { mine.fill_slot(obj) }) else {
+                        Counters::add_owned(&mine.counters.released_local, 1);
+                        return;
+                    };
+                    // SAFETY: the caller's guarantee.
+                    return unsafe { Self::release_batch(mine, obj, home) };
+                }
+                Err(owner) => word = owner,
             }
         }
-        // SAFETY: as above: a cache of a live recycler.
+        // SAFETY: as above.
+        unsafe { Self::release_off(obj, home, word) };
+    }
+
+    /// [`release`](Self::release) off the owner path: striped mode's lean
+    /// release if the home's owner word, `word` (read by the owner path's
+    /// compare; `NOBODY` when the thread panics), says so
+    /// ([`crate::near`]), else the slow release. One call site for both,
+    /// and only tail calls here: the inlined release keeps the size and the
+    /// layout it has without striped mode (a compare of its own there cost
+    /// the owner path a `jmp`, measured; `#[cold]` as the slow release is,
+    /// for the same reason).
+    ///
+    /// # Safety
+    ///
+    /// As for [`release`](Self::release).
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_off(obj: Box<T>, home: Home<T>, word: Token) {
+        if word == NEAR {
+            // Inlined here: one call from the owner path to the section.
+            // SAFETY: the caller's guarantee; the home is near.
+            return unsafe { Self::release_near(obj, home) };
+        }
+        // SAFETY: a cache of a live recycler (the caller's guarantee).
         let inner = unsafe { Shared::of(home.local()) };
         inner.release_slow(obj, home, false);
     }
@@ -139,9 +167,15 @@ impl<T: Recyclable> Shared<T> {
     /// guard's unit.
     #[inline(always)]
     pub(crate) unsafe fn release_owned_guard(obj: Box<T>, home: Home<T>, pool: bool) {
+        let mut word = NOBODY;
         if pool {
             // SAFETY: alive.
-            if let Some(mine) = unsafe { home.mine() } {
+            let owner = unsafe { home.owner() };
+            word = match owner {
+                Ok(_) => registry::current(),
+                Err(word) => word,
+            };
+            if let Ok(mine) = owner {
                 // Should `reset` panic, the guard's unit goes back too.
                 let obj = Resetting::reset_with(obj, home, true);
                 gate::enter();
@@ -178,12 +212,37 @@ impl<T: Recyclable> Shared<T> {
                     return;
                 };
                 // SAFETY: alive (the caller's guarantee), and nothing of
-                // the state is an argument of this frame.
-                return unsafe { Self::release_owned_slow(obj, home, true) };
+                // the state is an argument of this frame; `word` is the
+                // calling thread's token: the object is reset.
+                return unsafe { Self::release_owned_off(obj, home, word) };
             }
         }
         // SAFETY: as above.
-        unsafe { Self::release_owned_slow(obj, home, false) };
+        unsafe { Self::release_owned_off(obj, home, word) };
+    }
+
+    /// [`release_owned_guard`](Self::release_owned_guard) off the owner
+    /// path, as [`release_off`](Self::release_off) is `release`'s: striped
+    /// mode's lean release if `word` says so, else the slow one. `word` is
+    /// the home's owner word as the owner path read it (`NOBODY` when the
+    /// thread panics), so it is the calling thread's token exactly when the
+    /// owner path reset the object and could not keep it (one call site
+    /// for every way off the owner path: the inlined release keeps its
+    /// layout, measured).
+    ///
+    /// # Safety
+    ///
+    /// As for [`release_owned_slow`](Self::release_owned_slow).
+    #[cold]
+    #[inline(never)]
+    unsafe fn release_owned_off(obj: Box<T>, home: Home<T>, word: Token) {
+        if word == NEAR {
+            // SAFETY: the caller's guarantee; the home is near.
+            return unsafe { Self::release_owned_near(obj, home) };
+        }
+        let was_reset = word == registry::current();
+        // SAFETY: the caller's guarantee.
+        unsafe { Self::release_owned_slow(obj, home, was_reset) };
     }
 
     /// An owned guard's release off its owner path: the slow release, then
@@ -196,13 +255,10 @@ impl<T: Recyclable> Shared<T> {
     /// `home`'s recycler is alive, kept by the guard's unit, and the caller
     /// holds no reference into its state as an argument.
     #[inline(never)]
-    unsafe fn release_owned_slow(obj: Box<T>, home: Home<T>, was_reset: bool) {
+    pub(crate) unsafe fn release_owned_slow(obj: Box<T>, home: Home<T>, was_reset: bool) {
         // SAFETY: alive (the caller's guarantee).
         let this: *const Shared<T> = unsafe { Shared::of(home.local()) };
-        let unit = UnitBack {
-            shared: this,
-            owed: Cell::new(true),
-        };
+        let unit = UnitBack::owed(this);
         // SAFETY: alive while the unit is out (`unit` gives it back).
         let shared = unsafe { &*this };
         shared.liveness.check();
@@ -441,10 +497,21 @@ impl<T: Recyclable> Shared<T> {
 /// (see [`Shared::give_unit`]): at the end of a slow release, or as a panic
 /// of user code unwinds through it. Forgotten where the unit went back
 /// otherwise.
-struct UnitBack<T: Recyclable> {
+pub(crate) struct UnitBack<T: Recyclable> {
     shared: *const Shared<T>,
     /// Cleared by the release that counts the unit as a credit.
     owed: Cell<bool>,
+}
+
+impl<T: Recyclable> UnitBack<T> {
+    /// The unit of an owned guard of `shared`, owed: given back when this
+    /// drops unless a release clears `owed`.
+    pub(crate) fn owed(shared: *const Shared<T>) -> Self {
+        Self {
+            shared,
+            owed: Cell::new(true),
+        }
+    }
 }
 
 impl<T: Recyclable> Drop for UnitBack<T> {

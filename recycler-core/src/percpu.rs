@@ -206,9 +206,24 @@ impl<T> PerCpu<T> {
     /// completes (a caller that only tail-calls that saves no registers).
     #[inline(always)]
     pub(crate) fn try_pop(&self) -> Result<Box<T>, Unfinished> {
-        let Some(sections) = &self.sections else {
+        if self.sections.is_none() {
             return Err(Unfinished::fallback(std::ptr::null_mut()));
-        };
+        }
+        // SAFETY: checked just above.
+        unsafe { self.try_pop_on_sections() }
+    }
+
+    /// [`try_pop`](Self::try_pop) on a cache known to run sections, without
+    /// the check: for striped mode's lean get ([`crate::near`]).
+    ///
+    /// # Safety
+    ///
+    /// The cache runs on sections (made by `on_sections`, or
+    /// [`uses_rseq`](Self::uses_rseq) is true).
+    #[inline(always)]
+    pub(crate) unsafe fn try_pop_on_sections(&self) -> Result<Box<T>, Unfinished> {
+        // SAFETY: the caller's guarantee.
+        let sections = unsafe { self.sections.as_ref().unwrap_unchecked() };
         // SAFETY: `sections` is this process's, `slots` was laid out by
         // `Slots::new`, and nothing but sections writes a slot whose `shut`
         // word is zero (the locked path writes only with it non-zero).
@@ -224,12 +239,26 @@ impl<T> PerCpu<T> {
     /// [`finish_push`](Self::finish_push) completes the push.
     #[inline(always)]
     pub(crate) fn try_push(&self, obj: Box<T>) -> Result<(), Unfinished> {
+        if self.sections.is_none() {
+            return Err(Unfinished::fallback(Box::into_raw(obj).cast()));
+        }
+        // SAFETY: checked just above.
+        unsafe { self.try_push_on_sections(obj) }
+    }
+
+    /// [`try_push`](Self::try_push) on a cache known to run sections,
+    /// without the check, as [`try_pop_on_sections`](Self::try_pop_on_sections).
+    ///
+    /// # Safety
+    ///
+    /// The cache runs on sections.
+    #[inline(always)]
+    pub(crate) unsafe fn try_push_on_sections(&self, obj: Box<T>) -> Result<(), Unfinished> {
         let item = Box::into_raw(obj).cast::<()>();
-        let Some(sections) = &self.sections else {
-            return Err(Unfinished::fallback(item));
-        };
-        // SAFETY: as in `try_pop`; the item is a box's, which the stack owns
-        // once the section commits.
+        // SAFETY: the caller's guarantee.
+        let sections = unsafe { self.sections.as_ref().unwrap_unchecked() };
+        // SAFETY: as in `try_pop_on_sections`; the item is a box's, which
+        // the stack owns once the section commits.
         let status = unsafe { section::push(sections, &self.slots, item) };
         if status.is_clean() {
             return Ok(());

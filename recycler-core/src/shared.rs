@@ -32,6 +32,30 @@ const ACCOUNTED_KEY: u64 = 1 << 63;
 
 static_assertions::const_assert!(ACCOUNTED_KEY != registry::PENDING_KEY);
 
+/// What `get` calls when the hot index has no cache for it.
+///
+/// # Safety
+///
+/// Called only on the state it was chosen for (`Shared::new` chooses it
+/// from [`Miss`]).
+pub(crate) type OnMiss<T> = unsafe fn(&Shared<T>) -> (Box<T>, Home<T>);
+
+/// Where `get` goes when the hot index has no cache for it
+/// ([`Shared::get_miss`]): one load and a compare or two, off the owner
+/// path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Miss {
+    /// The slow get ([`crate::slow_get`]).
+    Slow,
+    /// The capped owner path ([`crate::capped`]): an idle-memory cap of
+    /// the recycler's own.
+    Capped,
+    /// Striped mode's lean get ([`crate::near`]): stripes on restartable
+    /// sequences, no idle-memory cap. Then the orphan cache is marked
+    /// [`NEAR`](crate::cache::NEAR), for the releases.
+    Near,
+}
+
 /// The state shared by all threads of one recycler.
 pub(crate) struct Shared<T> {
     /// Unique for the life of the process; keys the threads' hot indexes
@@ -73,6 +97,14 @@ pub(crate) struct Shared<T> {
     /// of its own (a buffer pool's buckets count idle bytes on the pool's
     /// owner paths instead), so that its releases take the slow path.
     pub(crate) owner_flag: u64,
+    /// Where `get` goes when the hot index has no cache for it; set once,
+    /// with the stripes: [`Miss::Near`] only if they are
+    /// [`Stripes::Cpus`] and there is no idle-memory account.
+    pub(crate) miss: Miss,
+    /// The function `miss` names ([`Shared::get_miss`] calls it): one
+    /// indirect call on `get`'s miss branch, which keeps that branch, and
+    /// so the inlined `get`, as small as a single call would.
+    pub(crate) on_miss: OnMiss<T>,
     /// Striped mode's stripes ([`crate::striped`]); `None` in per-thread
     /// mode. In striped mode no thread claims a cache: every object is homed
     /// at the orphan cache, whose releases take the slow path, which hands
@@ -128,6 +160,22 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
         } else {
             0
         };
+        let stripes = config
+            .stripes
+            .map(|n| Stripes::new(n, config.max_capacity_per_thread, config.batch_size));
+        let miss = if owner_flag == ACCOUNTED {
+            Miss::Capped
+        } else if idle.is_none() && stripes.as_ref().is_some_and(Stripes::on_sections) {
+            Miss::Near
+        } else {
+            Miss::Slow
+        };
+        let on_miss: OnMiss<T> = match miss {
+            Miss::Capped => |s| s.get_capped(),
+            // SAFETY (of the call): chosen for `Miss::Near`.
+            Miss::Near => Self::get_near,
+            Miss::Slow => |s| s.get_slow(),
+        };
         let shared = Arc::new_cyclic(|this: &Weak<Shared<T>>| Shared {
             id,
             hot_key,
@@ -141,16 +189,22 @@ impl<T: Recyclable + Send + 'static> Shared<T> {
             shared: Counters::default(),
             exit_hook: this.clone(),
             new_local: Local::new,
-            orphan: Local::new(
-                config.max_capacity_per_thread,
-                config.batch_size,
-                this.as_ptr().cast(),
-            ),
+            orphan: {
+                let orphan = Local::new(
+                    config.max_capacity_per_thread,
+                    config.batch_size,
+                    this.as_ptr().cast(),
+                );
+                if miss == Miss::Near {
+                    orphan.mark_near();
+                }
+                orphan
+            },
             discard: Local::new(0, 1, this.as_ptr().cast()),
             owner_flag,
-            stripes: config
-                .stripes
-                .map(|n| Stripes::new(n, config.max_capacity_per_thread, config.batch_size)),
+            miss,
+            on_miss,
+            stripes,
             fresh: AtomicUsize::new(0),
             // SAFETY: `this` is the `Arc` being made, whose one strong
             // reference the count takes below (the only one: handles and

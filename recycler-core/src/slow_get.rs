@@ -13,56 +13,20 @@ use crate::home::Home;
 use crate::idle::bytes_of;
 use crate::loom::Ordering;
 use crate::mine::Mine;
-use crate::percpu::Unfinished;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::shared::Shared;
 use crate::stats::Counters;
-use crate::striped::{CpuStripes, Steal, Stripes};
+use crate::striped::{Steal, Stripes};
 use crate::unwind::OnUnwind;
 
 impl<T: Recyclable> Shared<T> {
-    /// `get` when no owner path served it: pooled, else made.
+    /// `get` when no owner path served it: pooled, else made. (Striped
+    /// mode on sections comes here only when this CPU's cache could not
+    /// serve it: [`crate::near`].)
     #[cold]
     #[inline(never)]
     pub(crate) fn get_slow(&self) -> (Box<T>, Home<T>) {
-        // Striped mode on restartable sequences without a cap: this CPU's
-        // cache, a critical section (no lock, no atomic read-modify-write;
-        // the hit is counted by the cache's books). Kept to these few
-        // instructions, inlined here; everything else is below.
-        // Only tail calls here: no registers saved on either way.
-        if let Some(Stripes::Cpus(cpus)) = &self.stripes
-            && self.idle.is_none()
-        {
-            return self.get_near(cpus);
-        }
-        self.get_slower()
-    }
-
-    /// [`get_slow`](Self::get_slow)'s case of striped mode on sections.
-    #[inline(never)]
-    fn get_near(&self, cpus: &CpuStripes<T>) -> (Box<T>, Home<T>) {
-        match cpus.fronts().try_pop() {
-            Ok(obj) => (obj, self.home(None, false)),
-            Err(unfinished) => self.get_unfinished(cpus, unfinished),
-        }
-    }
-
-    /// [`get_slow`](Self::get_slow) when the section of this CPU's cache
-    /// did not commit at the first attempt.
-    #[cold]
-    #[inline(never)]
-    fn get_unfinished(&self, cpus: &CpuStripes<T>, unfinished: Unfinished) -> (Box<T>, Home<T>) {
-        match cpus.fronts().finish_pop(unfinished) {
-            Some(obj) => (obj, self.home(None, false)),
-            None => self.get_slower(),
-        }
-    }
-
-    /// [`get_slow`](Self::get_slow) past striped mode's nearest cache.
-    #[cold]
-    #[inline(never)]
-    fn get_slower(&self) -> (Box<T>, Home<T>) {
         if let Some(stripes) = &self.stripes {
             return match self.take_striped(stripes, Steal::IfWorth) {
                 Some(hit) => hit,
@@ -139,7 +103,7 @@ impl<T: Recyclable> Shared<T> {
     /// Striped mode's get from the pool: a stripe's pop (which counts the
     /// hit), then the idle-memory account. `steal` says whether a get that
     /// finds nothing near takes from far (see [`Steal`]).
-    #[inline]
+    #[inline(always)]
     fn take_striped(&self, stripes: &Stripes<T>, steal: Steal) -> Option<(Box<T>, Home<T>)> {
         registry::enroll();
         let obj = stripes.pop(steal)?;

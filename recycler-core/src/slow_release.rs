@@ -13,79 +13,23 @@ use crate::cache::ACCOUNTED;
 use crate::home::Home;
 use crate::idle::bytes_of;
 use crate::mine::Mine;
-use crate::percpu::Unfinished;
 use crate::recyclable::Recyclable;
 use crate::registry;
 use crate::resetting::Resetting;
 use crate::shared::Shared;
 use crate::stats::Counters;
-use crate::striped::{CpuStripes, Stripes};
+use crate::striped::Stripes;
 use crate::unwind::{self, OnUnwind};
 
 impl<T: Recyclable> Shared<T> {
     /// Every release but the owner's push into a cache with room: discards
     /// (`ratio`, capacity 0, a panicking thread), releases under an
     /// idle-memory cap, releases on a thread that does not own the object's
-    /// home, a full cache, and striped mode. `was_reset` says whether `obj`
-    /// has been reset.
-    ///
-    /// Striped mode on restartable sequences without a cap has its common
-    /// case inlined here, and nothing else, so that it saves few registers:
-    /// an object to pool, on a thread that has a token and is not exiting,
-    /// reset and pushed onto this CPU's cache (a critical section, counted
-    /// by the cache's books).
+    /// home, a full cache, and striped mode (but for its lean path,
+    /// [`crate::near`]). `was_reset` says whether `obj` has been reset.
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
-        // Only tail calls here: no registers saved on either way.
-        if let Some(Stripes::Cpus(cpus)) = &self.stripes
-            && !was_reset
-            && self.idle.is_none()
-        {
-            return self.release_near(cpus, obj, home);
-        }
-        self.release_other(obj, home, was_reset);
-    }
-
-    /// [`release_slow`](Self::release_slow)'s case of striped mode on
-    /// sections, uncapped, the object not reset yet.
-    #[inline(never)]
-    fn release_near(&self, cpus: &CpuStripes<T>, obj: Box<T>, home: Home<T>) {
-        if !self.is_discard(home)
-            && !std::thread::panicking()
-            && registry::current() < registry::EXITED
-        {
-            // A panic in `reset` reaches the code that dropped the guard
-            // (the thread is not exiting), the object counted as released
-            // and dropped.
-            let obj = Resetting::reset(obj, home);
-            if let Err(unfinished) = cpus.fronts().try_push(obj) {
-                self.release_unfinished(cpus, unfinished, home);
-            }
-            return;
-        }
-        self.release_other(obj, home, false);
-    }
-
-    /// [`release_slow`](Self::release_slow) when the section that pushes
-    /// onto this CPU's cache did not commit at the first attempt: the
-    /// object is reset.
-    #[cold]
-    #[inline(never)]
-    fn release_unfinished(&self, cpus: &CpuStripes<T>, unfinished: Unfinished, home: Home<T>) {
-        let Err(obj) = cpus.fronts().finish_push(unfinished) else {
-            return;
-        };
-        // This CPU's cache is full: spill, else the rest of the way.
-        if let Err(obj) = cpus.push(obj) {
-            self.release_other(obj, home, true);
-        }
-    }
-
-    /// [`release_slow`](Self::release_slow) but for its inlined case.
-    #[cold]
-    #[inline(never)]
-    fn release_other(&self, obj: Box<T>, home: Home<T>, was_reset: bool) {
         // Striped mode first: no thread has a cache, so nothing of the
         // capped owner path applies.
         if let Some(stripes) = &self.stripes {
@@ -151,8 +95,8 @@ impl<T: Recyclable> Shared<T> {
         }
     }
 
-    /// Striped mode's release (but for the case inlined into
-    /// [`release_slow`](Self::release_slow)): dropped if marked so (`ratio`,
+    /// Striped mode's release (but for its lean path, [`crate::near`]):
+    /// dropped if marked so (`ratio`,
     /// capacity 0) or released by a panicking thread; else reset (on the
     /// releasing thread: there is no home to defer it to), its bytes
     /// counted under a cap, then pushed into a stripe, or dropped if every

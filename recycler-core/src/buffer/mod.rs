@@ -95,6 +95,7 @@ mod index;
 mod ledger;
 mod limit;
 mod loan;
+mod near;
 mod owned;
 mod owner;
 mod pool;

@@ -89,7 +89,7 @@ impl PoolShared {
     #[inline(always)]
     pub(crate) fn release(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {
         if let Err(buf) = self.push_own(buf, home, origin, false) {
-            self.release_slow(buf, home, origin);
+            self.release_off(buf, home, origin);
         }
     }
 

@@ -16,15 +16,16 @@ use crate::idle::DeltaCell;
 use crate::loom::Arc;
 
 impl PoolShared {
-    /// `acquire` when the owner path found nothing: at the memory limit, an
-    /// overdraft ([`super::limit`]); panics, as `Vec::with_capacity`
-    /// does, only for a size no allocation can have or when the allocator
-    /// fails. Out of line, so that the inlined owner path stays small and
-    /// returns its buffer in registers.
+    /// `acquire` when the owner path found nothing, past a striped pool's
+    /// lean pop ([`super::near`]): at the memory limit, an overdraft
+    /// ([`super::limit`]); panics, as `Vec::with_capacity` does, only for
+    /// a size no allocation can have or when the allocator fails. Out of
+    /// line, so that the inlined owner path stays small and returns its
+    /// buffer in registers.
     #[cold]
     #[inline(never)]
     #[cfg_attr(feature = "track", track_caller)]
-    pub(crate) fn acquire_cold(&self, capacity: usize, idx: usize) -> PooledBuf<'_> {
+    pub(crate) fn acquire_slower(&self, capacity: usize, idx: usize) -> PooledBuf<'_> {
         let got = match self.acquire_slow(capacity, idx) {
             Err(AcquireError::LimitExceeded { .. }) => self
                 .acquire_overdraft(capacity, idx)
@@ -273,7 +274,8 @@ impl PoolShared {
         }
     }
 
-    /// Every other release.
+    /// Every other release (past a striped pool's lean push,
+    /// [`super::near`]).
     #[cold]
     #[inline(never)]
     pub(crate) fn release_slow(&self, buf: Box<Buf>, home: Home<Buf>, origin: u32) {

@@ -196,7 +196,7 @@ impl PoolShared {
         let unit = UnitBack::of(this, origin);
         // SAFETY: alive while the unit is out (`unit` gives it back).
         let pool = unsafe { &*unit.pool };
-        pool.release_slow(buf, home, origin);
+        pool.release_off(buf, home, origin);
         // `unit` drops here (or as a panic unwinds through here).
     }
 
