@@ -55,7 +55,9 @@ mod imp {
     /// Which command serves, found on first use.
     static MODE: AtomicU8 = AtomicU8::new(UNKNOWN);
 
-    fn membarrier(cmd: libc::c_long) -> libc::c_long {
+    /// The `membarrier` system call with `flags = 0`, `cpu_id = 0`: its
+    /// return value, negative on failure (also serves `crate::rseq`).
+    pub(crate) fn membarrier(cmd: libc::c_long) -> libc::c_long {
         // SAFETY: `membarrier(cmd, flags = 0, cpu_id = 0)` reads no memory
         // of ours; an unknown command fails with `EINVAL`, a missing system
         // call with `ENOSYS`.
@@ -121,4 +123,6 @@ mod imp {
     }
 }
 
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(loom)))]
+pub(crate) use imp::membarrier;
 pub(crate) use imp::{available, heavy, light};

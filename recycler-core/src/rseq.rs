@@ -68,6 +68,8 @@ mod linux {
     use std::sync::OnceLock;
     use std::sync::atomic::{Ordering, fence};
 
+    use crate::fence::membarrier;
+
     const CMD_QUERY: libc::c_long = 0;
     const CMD_PRIVATE_EXPEDITED_RSEQ: libc::c_long = 1 << 7;
     const CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ: libc::c_long = 1 << 8;
@@ -89,20 +91,6 @@ mod linux {
     /// the module docs). `_slots` serves the loom model only.
     pub(crate) fn sections(_slots: usize) -> Option<Sections> {
         *PROBED.get_or_init(probe)
-    }
-
-    fn membarrier(cmd: libc::c_long) -> libc::c_long {
-        // SAFETY: `membarrier(cmd, flags = 0, cpu_id = 0)` reads no memory
-        // of ours; an unknown command fails with `EINVAL`, a missing system
-        // call with `ENOSYS`.
-        unsafe {
-            libc::syscall(
-                libc::SYS_membarrier,
-                cmd,
-                0 as libc::c_long,
-                0 as libc::c_long,
-            )
-        }
     }
 
     #[cold]
