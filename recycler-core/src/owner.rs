@@ -20,7 +20,7 @@
 use std::cell::Cell;
 use std::ptr;
 
-use crate::cache::{CLOSED, Local, NEAR, Rest};
+use crate::cache::{ACCOUNTED, CLOSED, Local, NEAR, Rest};
 use crate::decay::DECAY_PERIOD;
 use crate::gate::{self, GetGate};
 use crate::home::Home;
@@ -131,7 +131,9 @@ impl<T: Recyclable> Shared<T> {
     /// [`release`](Self::release) off the owner path: striped mode's lean
     /// release if the home's owner word, `word` (read by the owner path's
     /// compare; `NOBODY` when the thread panics), says so
-    /// ([`crate::near`]), else the slow release. One call site for both,
+    /// ([`crate::near`]), a capped recycler's owner path if it carries
+    /// [`ACCOUNTED`] ([`crate::capped`]), else the slow release. One call
+    /// site for all three,
     /// and only tail calls here: the inlined release keeps the size and the
     /// layout it has without striped mode (a compare of its own there cost
     /// the owner path a `jmp`, measured; `#[cold]` as the slow release is,
@@ -150,6 +152,12 @@ impl<T: Recyclable> Shared<T> {
         }
         // SAFETY: a cache of a live recycler (the caller's guarantee).
         let inner = unsafe { Shared::of(home.local()) };
+        if word & ACCOUNTED != 0 {
+            // A capped recycler's cache (only those carry the flag; never
+            // striped): its owner path, straight, as the slow release's
+            // entry would choose it (one call and its tests fewer).
+            return inner.release_capped(obj, home);
+        }
         inner.release_slow(obj, home, false);
     }
 
