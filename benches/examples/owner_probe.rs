@@ -22,7 +22,11 @@
 //! - `acquire`: `acquire(4096)` and drop on a default buffer pool;
 //! - `acquire_owned`: `acquire_owned(4096)` and drop;
 //! - `acquire_striped`: `acquire(4096)` and drop on a `striped(0)` pool
-//!   (valgrind has no `rseq`: counted on the locked stripes).
+//!   (valgrind has no `rseq`: counted on the locked stripes);
+//! - `handoff`, `handoff_owned`: W2's shape, `get` (or `get_owned`) on
+//!   this thread and the drop on another, in batches of 256 guards handed
+//!   over a channel (both threads' instructions counted: the release is
+//!   a foreign one, the get finds what came home).
 //!
 //! Figures and their history: `docs/BENCHMARKS.md` and its record.
 
@@ -89,6 +93,29 @@ fn acquire_owned(pool: &Arc<BufferPool>, n: u64) {
     }
 }
 
+/// Gets `n` guards by `make` on this thread, in batches of 256 handed to
+/// another thread, which drops them.
+#[inline(never)]
+fn handoff<G: Send>(n: u64, make: impl Fn(u64) -> G + Sync) {
+    const BATCH: u64 = 256;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<G>>(1);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            for batch in rx {
+                drop(black_box(batch));
+            }
+        });
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(BATCH);
+            let batch: Vec<G> = (0..k).map(&make).collect();
+            tx.send(batch).expect("the consumer runs");
+            left -= k;
+        }
+        drop(tx);
+    });
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let kind = args.next().unwrap_or_else(|| "get".into());
@@ -111,6 +138,22 @@ fn main() {
         "acquire" => acquire(&BufferPool::default(), n),
         "acquire_owned" => acquire_owned(&Arc::new(BufferPool::default()), n),
         "acquire_striped" => acquire(&BufferPool::builder().striped(0).build().expect("valid"), n),
+        "handoff" => {
+            let pool = Recycler::<Msg>::new();
+            handoff(n, |i| {
+                let mut m = pool.get();
+                m.words[0] = i;
+                m
+            });
+        }
+        "handoff_owned" => {
+            let pool = Arc::new(Recycler::<Msg>::new());
+            handoff(n, |i| {
+                let mut m = pool.get_owned();
+                m.words[0] = i;
+                m
+            });
+        }
         other => panic!("unknown kind {other}: see the module docs"),
     }
 }
