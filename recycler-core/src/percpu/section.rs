@@ -135,6 +135,75 @@ mod x86_64 {
         BASE_AT, CAPACITY_AT, COUNT_AT, ITEMS, LEN_MASK, PUSHED, SHUT as SHUT_AT, STRIDE_AT, WORD,
     };
 
+    /// The start of both sections, a template piece of their `asm!`: zero
+    /// `bits`; the restart point `2:`, which (re)arms the descriptor (the
+    /// kernel clears `rseq_cs` when it aborts a section); the section's
+    /// start `4:`; `n` the CPU (`cpu_id`), checked below the slots' count;
+    /// `t` the address of that CPU's slot, whose `shut` word must be zero.
+    /// Leaves by `7:` (no slot for this CPU) or `8:` (shut).
+    macro_rules! section_head {
+        () => {
+            concat!(
+                "xor {bits:e}, {bits:e}\n",
+                "2:\n",
+                "lea {t}, [rip + 3f]\n",
+                "mov qword ptr fs:[{area} + 8], {t}\n",
+                "4:\n",
+                "mov {n:e}, dword ptr fs:[{area} + 4]\n",
+                "cmp {n}, qword ptr [{slots} + {count_at}]\n",
+                "jae 7f\n",
+                "mov {t}, {n}\n",
+                "imul {t}, qword ptr [{slots} + {stride_at}]\n",
+                "add {t}, qword ptr [{slots} + {base_at}]\n",
+                "cmp qword ptr [{t} + {shut_at}], 0\n",
+                "jne 8f",
+            )
+        };
+    }
+
+    /// The end of both sections, a template piece of their `asm!`: the
+    /// commit (the slot's word from `w`, one store) and the section's end
+    /// `5:`; out of line, in `__rseq_failure`, the exits other than the
+    /// commit (`7:` slow, `8:` shut, `9:` refused, each setting its bit of
+    /// `bits`) and the abort handler `6:` after the signature (`ud1`
+    /// encoding `0x53053053`), which counts the abort and restarts at `2:`
+    /// until `give_up`, then leaves slow; and the descriptor `3:` in
+    /// `__rseq_cs` (32-byte aligned: version 0, flags 0, start `4:`,
+    /// length `5: - 4:`, abort `6:`).
+    macro_rules! section_tail {
+        () => {
+            concat!(
+                "mov qword ptr [{t} + {word_at}], {w}\n",
+                "5:\n",
+                ".pushsection __rseq_failure, \"ax\"\n",
+                "7:\n",
+                "or {bits:e}, {slow}\n",
+                "jmp 5b\n",
+                "8:\n",
+                "or {bits:e}, {shut}\n",
+                "jmp 5b\n",
+                "9:\n",
+                "or {bits:e}, {refused}\n",
+                "jmp 5b\n",
+                ".byte 0x0f, 0xb9, 0x3d\n",
+                ".long 0x53053053\n",
+                "6:\n",
+                "add {bits:e}, {aborted}\n",
+                "cmp {bits:e}, {give_up}\n",
+                "jb 2b\n",
+                "or {bits:e}, {slow}\n",
+                "jmp 5b\n",
+                ".popsection\n",
+                ".pushsection __rseq_cs, \"aw\"\n",
+                ".balign 32\n",
+                "3:\n",
+                ".long 0, 0\n",
+                ".quad 4b, 5b - 4b, 6b\n",
+                ".popsection",
+            )
+        };
+    }
+
     /// Pops the top item of the calling thread's CPU's stack. Returns how
     /// the section ended, and the item (when it committed).
     ///
@@ -173,58 +242,16 @@ mod x86_64 {
         // by the exits).
         unsafe {
             asm!(
-                "xor {bits:e}, {bits:e}",
-                // Restart point: (re)arm the descriptor; the kernel clears
-                // `rseq_cs` when it aborts a section.
-                "2:",
-                "lea {t}, [rip + 3f]",
-                "mov qword ptr fs:[{area} + 8], {t}",
-                "4:",
-                // `n`: the CPU, then the length.
-                "mov {n:e}, dword ptr fs:[{area} + 4]",
-                "cmp {n}, qword ptr [{slots} + {count_at}]",
-                "jae 7f",
-                "mov {t}, {n}",
-                "imul {t}, qword ptr [{slots} + {stride_at}]",
-                "add {t}, qword ptr [{slots} + {base_at}]",
-                "cmp qword ptr [{t} + {shut_at}], 0",
-                "jne 8f",
+                section_head!(),
+                // `n`: the length.
                 "mov {w}, qword ptr [{t} + {word_at}]",
                 "mov {n}, {w}",
                 "and {n}, {len_mask}",
                 "jz 9f",
                 "mov {item}, qword ptr [{t} + 8 * {n} + {top}]",
                 "dec {w}",
-                // The commit.
-                "mov qword ptr [{t} + {word_at}], {w}",
-                "5:",
-                // Out of line: the exits other than the commit, and the
-                // abort handler.
-                ".pushsection __rseq_failure, \"ax\"",
-                "7:",
-                "or {bits:e}, {slow}",
-                "jmp 5b",
-                "8:",
-                "or {bits:e}, {shut}",
-                "jmp 5b",
-                "9:",
-                "or {bits:e}, {refused}",
-                "jmp 5b",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "6:",
-                "add {bits:e}, {aborted}",
-                "cmp {bits:e}, {give_up}",
-                "jb 2b",
-                "or {bits:e}, {slow}",
-                "jmp 5b",
-                ".popsection",
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "3:",
-                ".long 0, 0",
-                ".quad 4b, 5b - 4b, 6b",
-                ".popsection",
+                // The commit, the exits and the abort handler.
+                section_tail!(),
                 area = in(reg) sections.offset(),
                 slots = in(reg) std::ptr::from_ref(slots),
                 bits = out(reg) bits,
@@ -276,19 +303,7 @@ mod x86_64 {
         // an output.
         unsafe {
             asm!(
-                "xor {bits:e}, {bits:e}",
-                "2:",
-                "lea {t}, [rip + 3f]",
-                "mov qword ptr fs:[{area} + 8], {t}",
-                "4:",
-                "mov {n:e}, dword ptr fs:[{area} + 4]",
-                "cmp {n}, qword ptr [{slots} + {count_at}]",
-                "jae 7f",
-                "mov {t}, {n}",
-                "imul {t}, qword ptr [{slots} + {stride_at}]",
-                "add {t}, qword ptr [{slots} + {base_at}]",
-                "cmp qword ptr [{t} + {shut_at}], 0",
-                "jne 8f",
+                section_head!(),
                 "mov {w}, qword ptr [{t} + {word_at}]",
                 "mov {n}, {w}",
                 "and {n}, {len_mask}",
@@ -299,34 +314,8 @@ mod x86_64 {
                 // The push count would carry out of the word: the locked
                 // path folds it.
                 "jc 7f",
-                // The commit.
-                "mov qword ptr [{t} + {word_at}], {w}",
-                "5:",
-                ".pushsection __rseq_failure, \"ax\"",
-                "7:",
-                "or {bits:e}, {slow}",
-                "jmp 5b",
-                "8:",
-                "or {bits:e}, {shut}",
-                "jmp 5b",
-                "9:",
-                "or {bits:e}, {refused}",
-                "jmp 5b",
-                ".byte 0x0f, 0xb9, 0x3d",
-                ".long 0x53053053",
-                "6:",
-                "add {bits:e}, {aborted}",
-                "cmp {bits:e}, {give_up}",
-                "jb 2b",
-                "or {bits:e}, {slow}",
-                "jmp 5b",
-                ".popsection",
-                ".pushsection __rseq_cs, \"aw\"",
-                ".balign 32",
-                "3:",
-                ".long 0, 0",
-                ".quad 4b, 5b - 4b, 6b",
-                ".popsection",
+                // The commit, the exits and the abort handler.
+                section_tail!(),
                 area = in(reg) sections.offset(),
                 slots = in(reg) std::ptr::from_ref(slots),
                 item = in(reg) item,
