@@ -81,10 +81,12 @@ pub(crate) fn new_key() -> u64 {
 /// What a recycler (or pool) does with the calling thread's cache when the
 /// thread exits.
 ///
-/// A thread's exit runs in two phases over all of its hooks: first every
+/// A thread's exit runs in three phases over all of its hooks: first every
 /// hook [forgets](ExitFlush::forget_on_exit) the ways the thread finds its
 /// caches by pointers of its own (indexes), then every hook
-/// [flushes](ExitFlush::flush_on_exit) and gives its cache up. So no cache
+/// [flushes](ExitFlush::flush_on_exit) and gives its cache up, then every
+/// target [hears](ExitFlush::after_exit) that the thread has given up all
+/// it had. So no cache
 /// is given up (and possibly claimed at once by another thread) while any
 /// index of the exiting thread still points at it, whatever order the
 /// thread first touched its recyclers and pools in: code that runs during
@@ -112,6 +114,13 @@ pub(crate) trait ExitFlush: Send + Sync {
     /// `local` must be the pointer registered with this hook: a cache owned by
     /// this recycler, which keeps it alive for as long as the recycler lives.
     unsafe fn flush_on_exit(&self, local: *const (), token: Token);
+
+    /// Phase three: runs once every hook of the exiting thread has given
+    /// its cache up (what the thread kept is in shared storage now). The
+    /// core recycler has nothing to do; a buffer pool serves those who wait
+    /// for memory, since what the thread gave up may serve them and their
+    /// reclaim, while the thread was giving it up, may not have reached it.
+    fn after_exit(&self) {}
 }
 
 struct Hook {
@@ -156,16 +165,25 @@ impl ExitHooks {
             })
             .collect();
         // Phase two: each hook flushes its cache and gives it up.
-        for (hook, target) in hooks.iter().zip(targets) {
+        for (hook, target) in hooks.iter().zip(&targets) {
             let Some(target) = target else { continue };
             // SAFETY: as above.
             unsafe { target.flush_on_exit(hook.local, token) };
-            // The last handle may have been dropped meanwhile: the recycler
-            // then drops here, inside a thread-local destructor. Its drop
-            // never unwinds (`Shared::drop` swallows the panics of the
-            // objects it drops on an exiting thread); stay safe even so.
-            let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(target)));
-            if let Err(payload) = dropped {
+        }
+        // Phase three: each target hears that the thread has given up all
+        // it had (a buffer pool serves its waiters from what went to the
+        // depots); then it is let go. The last handle may have been
+        // dropped meanwhile: the recycler then drops here, inside a
+        // thread-local destructor. Its drop never unwinds (`Shared::drop`
+        // swallows the panics of the objects it drops on an exiting
+        // thread); stay safe even so, and the same for what phase three
+        // runs (a waker).
+        for target in targets.into_iter().flatten() {
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                target.after_exit();
+                drop(target);
+            }));
+            if let Err(payload) = done {
                 crate::unwind::forget_panic(payload);
             }
         }

@@ -485,3 +485,63 @@ fn a_closed_waiter_leaving_races_a_free() {
         audit_limited(&pool, 48);
     });
 }
+
+/// A thread releases a buffer on its owner path (pooled in its own cache)
+/// and exits, racing a task that finds no memory and joins the queue. The
+/// task's reclaim takes the buffer from that cache or from the depot its
+/// exit moves it to, unless it looks while the exiting thread holds it
+/// between the two (taken out of the cache, not yet in the depot; or, on a
+/// machine, while the releaser is inside its push past the reclaim's
+/// bounded wait for it). So the release, having pushed, and the exit,
+/// having moved its buffers, must look for waiters again and serve them.
+/// Before, neither did: the task slept with the buffer idle in the depot
+/// (the threads' hold-and-wait test stalled so, rarely, on a loaded CI
+/// machine: 6 threads asleep, 28 KiB idle, 2 threads exited).
+#[test]
+fn a_release_then_an_exit_race_a_waiter_joining() {
+    use loom::sync::atomic::AtomicBool;
+    model(|| {
+        let pool = Arc::new(
+            BufferPool::builder()
+                .bucket_step(16)
+                .max_capacity(16)
+                .memory_limit(16)
+                .max_idle_per_thread(1)
+                .build()
+                .unwrap(),
+        );
+        let held = Arc::new(AtomicBool::new(false));
+        let t = spawn({
+            let pool = Arc::clone(&pool);
+            let held = Arc::clone(&held);
+            move || {
+                // Acquired here: homed in this thread's cache, where its
+                // release on this thread pushes it; then the thread exits.
+                let buf = pool.acquire(16);
+                held.store(true, SeqCst);
+                drop(buf);
+            }
+        });
+        while !held.load(SeqCst) {
+            loom::thread::yield_now();
+        }
+        let (wakes, waker) = counting_waker();
+        let mut wait = pool.acquire_owned_async(16);
+        let first = poll(&mut wait, &waker);
+        t.join().unwrap();
+        let buf = match first {
+            Poll::Ready(got) => got.unwrap(),
+            Poll::Pending => {
+                assert_eq!(wakes.0.load(SeqCst), 1, "the release woke the waiter");
+                match poll(&mut wait, &waker) {
+                    Poll::Ready(got) => got.unwrap(),
+                    Poll::Pending => panic!("woken, so its buffer was granted"),
+                }
+            }
+        };
+        assert_eq!(buf.capacity(), 16);
+        drop(buf);
+        drop(wait);
+        audit_limited(&pool, 16);
+    });
+}

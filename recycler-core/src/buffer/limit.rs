@@ -319,6 +319,25 @@ impl PoolShared {
         }
     }
 
+    /// Serves the waiters as their joining does (the thread's idle buffers
+    /// granted, idle memory freed for them, the queue served), for the two
+    /// events that can make memory a waiter's reclaim did not reach: an
+    /// owner path's push that finds, looking again after it, that someone
+    /// waits (the reclaim of a waiter that joined during the push skipped
+    /// this thread's cache if the push outlasted its bounded wait for the
+    /// owner, [`crate::steal`]), and a thread's exit, once its buffers are
+    /// in the depots (a waiter that joined meanwhile found them neither in
+    /// its cache nor in a depot). Without this, a releaser that then leaves
+    /// the pool alone (its thread exits, or a runtime's worker idles) left
+    /// that waiter asleep with the buffer idle.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn serve_waiters_now(&self) {
+        self.grant_idle_to_waiters();
+        self.reclaim_for_waiters();
+        self.ledger().waiters().serve(self.ledger());
+    }
+
     /// A release while anyone waits, after granting or freeing its own
     /// buffer, and a wait as it joins the queue: frees idle buffers for the
     /// waiters ([`free_idle`](Self::free_idle): wherever they idle, other

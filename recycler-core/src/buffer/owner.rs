@@ -8,6 +8,7 @@
 use super::buf::Buf;
 use super::shared::PoolShared;
 use super::sizes::GROWN;
+use crate::fence;
 use crate::gate;
 use crate::home::Home;
 use crate::idle::DeltaCell;
@@ -131,6 +132,20 @@ impl PoolShared {
                             unsafe { mine.return_credit_unchecked() };
                         }
                         gate::leave();
+                        // Look again, now that the buffer is in the cache:
+                        // a waiter that joined since the look above may
+                        // have found this thread inside its push for
+                        // longer than it waits for an owner, and skipped
+                        // this cache ([`crate::steal`]). The light fence
+                        // pairs with the waiter's heavy one, as the mark's
+                        // does: either the waiter saw the mark cleared
+                        // (and took the buffer), or this sees its join.
+                        if self.config().memory_limit.is_some() {
+                            fence::light();
+                            if self.ledger().under_pressure() {
+                                self.serve_waiters_now();
+                            }
+                        }
                         return Ok(());
                     }
                     Err(back) => buf = back,

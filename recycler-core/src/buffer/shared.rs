@@ -499,6 +499,20 @@ impl ExitFlush for PoolShared {
         // SAFETY: as in `forget_on_exit`.
         unsafe { self.index.flush_on_exit(local, token, self.idle.as_deref()) };
     }
+
+    /// Serves the waiters, if any, from what the exiting thread gave up:
+    /// a waiter that joined while the thread was moving its buffers to the
+    /// depots may have found them neither in its cache nor in a depot, and
+    /// sleeps; the light fence pairs with its heavy one (either it saw the
+    /// cache given up, and the depot then, or this sees its join).
+    fn after_exit(&self) {
+        if self.config().memory_limit.is_some() {
+            crate::fence::light();
+            if self.ledger().under_pressure() {
+                self.serve_waiters_now();
+            }
+        }
+    }
 }
 
 /// The factory of the buckets' recyclers, which the pool never calls: it
