@@ -11,8 +11,10 @@ use std::thread;
 use recycler_core::Recycler;
 
 mod counting;
+mod pin;
 
 use counting::allocs;
+use pin::{affinity, first_cpu_of, set_affinity};
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -62,8 +64,14 @@ fn spin<R>(mut f: impl FnMut() -> Option<R>) -> R {
 
 /// Runs the handoff once on a fresh pool and returns the allocations of
 /// the producer and of the consumer in its second half, and the stats.
+/// In striped mode both threads are pinned to one CPU ([`pin`]'s docs).
 fn handoff_second_half(striped: bool) -> ((u64, u64), String) {
     let pool = pool(striped);
+    let own = affinity();
+    let one = striped.then(|| first_cpu_of(&own));
+    if let Some(one) = &one {
+        set_affinity(one);
+    }
     const ROUNDS: usize = 200;
     const PER_ROUND: usize = 256;
     // A bounded channel allocates its slots once, here; its sends and
@@ -78,6 +86,9 @@ fn handoff_second_half(striped: bool) -> ((u64, u64), String) {
     let consumer = {
         let barrier = Arc::clone(&barrier);
         thread::spawn(move || {
+            if let Some(one) = &one {
+                set_affinity(one);
+            }
             let mut counted = None;
             for round in 0..ROUNDS {
                 if round == ROUNDS / 2 {
@@ -115,6 +126,7 @@ fn handoff_second_half(striped: bool) -> ((u64, u64), String) {
     let producer = allocs() - counted.unwrap();
     barrier.wait();
     let consumer = consumer.join().unwrap();
+    set_affinity(&own);
     let s = pool.stats();
     assert!(s.hit_ratio() > 0.99, "{s}");
     ((producer, consumer), s.to_string())

@@ -23,8 +23,10 @@ use std::thread;
 use recycler_core::{OwnedPooled, Recyclable, RecycleVec, Recycler};
 
 mod counting;
+mod pin;
 
 use counting::allocs;
+use pin::{affinity, first_cpu_of, set_affinity};
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -247,41 +249,6 @@ const ROUNDS: usize = 200;
 const PER_ROUND: usize = 256;
 /// Requests in the counted half of a handoff run.
 const COUNTED: u64 = (ROUNDS / 2 * PER_ROUND) as u64;
-
-/// The calling thread's CPU affinity.
-fn affinity() -> libc::cpu_set_t {
-    // SAFETY: a zeroed `cpu_set_t` is an empty set, which
-    // `sched_getaffinity` fills for the calling thread (0).
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let rc = libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set);
-        assert_eq!(rc, 0, "sched_getaffinity");
-        set
-    }
-}
-
-/// Sets the calling thread's CPU affinity to `set`.
-fn set_affinity(set: &libc::cpu_set_t) {
-    // SAFETY: `set` is a valid `cpu_set_t`, which `sched_setaffinity`
-    // reads for the calling thread (0).
-    let rc = unsafe { libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), set) };
-    assert_eq!(rc, 0, "sched_setaffinity");
-}
-
-/// The set holding only the first CPU of `set`.
-fn first_cpu_of(set: &libc::cpu_set_t) -> libc::cpu_set_t {
-    let cpu = (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `CPU_ISSET` reads inside `set` for `cpu < CPU_SETSIZE`.
-        .find(|&cpu| unsafe { libc::CPU_ISSET(cpu, set) })
-        .expect("the thread may run on some CPU");
-    // SAFETY: a zeroed `cpu_set_t` is an empty set; `CPU_SET` writes inside
-    // it for `cpu < CPU_SETSIZE`.
-    unsafe {
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        one
-    }
-}
 
 /// A producer gets and fills requests and hands them to a consumer, which
 /// reads and drops them (`reset` runs there, and the request goes home).
