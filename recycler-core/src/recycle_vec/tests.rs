@@ -4,6 +4,9 @@ use std::hash::BuildHasher;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::*;
+use std::borrow::{Borrow, BorrowMut};
+
+use crate::shrink::ShrinkTo;
 
 thread_local! {
     /// How many `Probe`s `Probe::default` made on this thread.

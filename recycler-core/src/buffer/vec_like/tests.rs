@@ -1,7 +1,7 @@
 use super::*;
 use crate::buffer::BufferPool;
 use static_assertions::{assert_impl_all, const_assert};
-use std::io::Write;
+use std::io::{self, Write};
 use std::mem::size_of;
 
 assert_impl_all!(PooledBuf<'static>: Send, Sync);
