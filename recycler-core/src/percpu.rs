@@ -433,7 +433,7 @@ impl<T> PerCpu<T> {
     }
 
     /// Sections aborted (by preemption, migration, signals or fences) and
-    /// restarted, or given up after [`rseq::MAX_ABORTS`] in a row.
+    /// restarted, or given up after 8 of them in a row.
     pub fn aborts(&self) -> u64 {
         self.aborts.load(Ordering::Relaxed)
     }

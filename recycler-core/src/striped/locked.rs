@@ -31,7 +31,7 @@ use crate::loom::{AtomicBool, AtomicUsize, Ordering, UnsafeCell, spin_loop, yiel
 use crate::stats::{Counters, Tally};
 
 /// The most objects a get that found its own stripe empty moves from
-/// another stripe into its own (see [`Stripes::take_from`]).
+/// another stripe into its own (see [`LockedStripes::take_from`]).
 const STEAL: usize = 32;
 
 /// The locked stripes of one recycler.
