@@ -15,6 +15,10 @@
 //!
 //! - `get`: `get` and drop of a 64-byte object, one held (W1's shape);
 //! - `get16`: the same with 16 objects held, released in turn;
+//! - `w1_16`: W1's shape with 16 held: 16 gets, then the 16 dropped (one
+//!   round counted as 16 get + release pairs: divide by 16 too);
+//! - `box16`: the same shape with `Box::new` and drop, under the global
+//!   allocator `RECYCLER_BENCHES_ALLOC` names (W1's baseline);
 //! - `get_owned`: `get_owned` and drop on an `Arc<Recycler<_>>`;
 //! - `striped`: `get` and drop on a `striped(2)` recycler;
 //! - `vec`: `get` and drop of a `Vec<u8>`, one byte pushed;
@@ -37,6 +41,10 @@ use recycler_benches::Msg;
 use recycler_core::Recycler;
 use recycler_core::buffer::BufferPool;
 
+/// The allocator `RECYCLER_BENCHES_ALLOC` names, as in `compare`.
+#[global_allocator]
+static GLOBAL: recycler_benches::Dispatch = recycler_benches::Dispatch::new();
+
 #[inline(never)]
 fn get(pool: &Recycler<Msg>, n: u64) {
     for i in 0..n {
@@ -54,6 +62,34 @@ fn get16(pool: &Recycler<Msg>, n: u64) {
         drop(std::mem::replace(&mut held[at], pool.get()));
         held[at].words[0] = i;
         black_box(&*held[at]);
+    }
+}
+
+#[inline(never)]
+fn w1_16(pool: &Recycler<Msg>, n: u64) {
+    let mut held = Vec::with_capacity(16);
+    for i in 0..n {
+        for _ in 0..16 {
+            let mut m = pool.get();
+            m.words[0] = i;
+            black_box(&mut *m);
+            held.push(m);
+        }
+        held.clear();
+    }
+}
+
+#[inline(never)]
+fn box16(n: u64) {
+    let mut held = Vec::with_capacity(16);
+    for i in 0..n {
+        for _ in 0..16 {
+            let mut m = Box::new(Msg::default());
+            m.words[0] = i;
+            black_box(&mut *m);
+            held.push(m);
+        }
+        held.clear();
     }
 }
 
@@ -125,6 +161,8 @@ fn main() {
     match kind.as_str() {
         "get" => get(&Recycler::new(), n),
         "get16" => get16(&Recycler::new(), n),
+        "w1_16" => w1_16(&Recycler::new(), n),
+        "box16" => box16(n),
         "get_owned" => get_owned(&Arc::new(Recycler::new()), n),
         "striped" => get(&Recycler::builder().striped(2).build().expect("valid"), n),
         "vec" => capped(&Recycler::new(), n),

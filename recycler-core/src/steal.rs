@@ -16,9 +16,10 @@
 //!
 //! The owner, on its fast paths:
 //! 1. sets its mark (a plain store), then a light fence ([`fence::light`]);
-//! 2. reads the gate: the hot-index entry (a `get`), the owner word (a
-//!    release: the one compare with its token, which fails for a closed
-//!    cache);
+//! 2. reads the gate: the owner word, compared with its token, which fails
+//!    for a closed cache (a plain recycler's `get` and release; a buffer
+//!    pool's acquire reads its index cell, a capped recycler's `get` its
+//!    hot-index entry);
 //! 3. if open, works on the cache without a lock; else takes the slow path,
 //!    which takes the cache's lock;
 //! 4. clears its mark (a `Release` store). These operations run no user
