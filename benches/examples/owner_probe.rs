@@ -17,8 +17,11 @@
 //! - `get16`: the same with 16 objects held, released in turn;
 //! - `w1_16`: W1's shape with 16 held: 16 gets, then the 16 dropped (one
 //!   round counted as 16 get + release pairs: divide by 16 too);
-//! - `box16`: the same shape with `Box::new` and drop, under the global
-//!   allocator `RECYCLER_BENCHES_ALLOC` names (W1's baseline);
+//! - `box16`: the same shape with an allocation and a free per object
+//!   (what `Box::new` and its drop do) from the allocator
+//!   `RECYCLER_BENCHES_ALLOC` names, as `compare`'s global allocator
+//!   (W1's baseline); the probe's own global allocator stays the system's,
+//!   so that the other kinds' counts do not move with it;
 //! - `get_owned`: `get_owned` and drop on an `Arc<Recycler<_>>`;
 //! - `striped`: `get` and drop on a `striped(2)` recycler;
 //! - `vec`: `get` and drop of a `Vec<u8>`, one byte pushed;
@@ -34,16 +37,13 @@
 //!
 //! Figures and their history: `docs/BENCHMARKS.md` and its record.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
 use std::sync::Arc;
 
 use recycler_benches::Msg;
 use recycler_core::Recycler;
 use recycler_core::buffer::BufferPool;
-
-/// The allocator `RECYCLER_BENCHES_ALLOC` names, as in `compare`.
-#[global_allocator]
-static GLOBAL: recycler_benches::Dispatch = recycler_benches::Dispatch::new();
 
 #[inline(never)]
 fn get(pool: &Recycler<Msg>, n: u64) {
@@ -81,15 +81,25 @@ fn w1_16(pool: &Recycler<Msg>, n: u64) {
 
 #[inline(never)]
 fn box16(n: u64) {
-    let mut held = Vec::with_capacity(16);
+    let alloc = recycler_benches::Dispatch::new();
+    let layout = Layout::new::<Msg>();
+    let mut held: Vec<*mut Msg> = Vec::with_capacity(16);
     for i in 0..n {
         for _ in 0..16 {
-            let mut m = Box::new(Msg::default());
-            m.words[0] = i;
-            black_box(&mut *m);
+            // SAFETY: `layout` is `Msg`'s, not zero-sized.
+            let m = unsafe { alloc.alloc(layout) }.cast::<Msg>();
+            assert!(!m.is_null());
+            let mut words = [0; 8];
+            words[0] = i;
+            // SAFETY: `m` is a fresh allocation for one `Msg`.
+            unsafe { m.write(Msg { words }) };
+            black_box(m);
             held.push(m);
         }
-        held.clear();
+        for m in held.drain(..) {
+            // SAFETY: allocated above with `layout`, freed once.
+            unsafe { alloc.dealloc(m.cast(), layout) };
+        }
     }
 }
 

@@ -174,7 +174,7 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// std::thread::spawn(move || buf.push(1)).join().unwrap();
     /// assert_eq!(pool.stats().released_remote, 1);
     /// ```
-    #[inline]
+    #[inline(always)]
     #[cfg_attr(feature = "track", track_caller)]
     pub fn get_owned(self: &Arc<Self>) -> OwnedPooled<T> {
         let shared = self.inner();
@@ -182,12 +182,8 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
         let hit = shared.pop_owned_then(|mine| unsafe { mine.take_credit(&shared.keep) });
         let (obj, home) = match hit {
             Some(hit) => hit,
-            None => {
-                let (obj, home) = shared.get_miss();
-                // SAFETY: as above.
-                unsafe { shared.take_unit(home) };
-                (obj, home)
-            }
+            // SAFETY: as above.
+            None => unsafe { shared.get_owned_miss() },
         };
         #[cfg(feature = "track")]
         shared.track(&obj);
@@ -239,6 +235,22 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
 }
 
 impl<T: Recyclable> Shared<T> {
+    /// `get_owned`'s miss: the miss of `get`, then the guard's unit taken
+    /// ([`take_unit`](Self::take_unit)). Out of line, as `get`'s miss is,
+    /// so that the owner path of `get_owned` inlines into its caller.
+    ///
+    /// # Safety
+    ///
+    /// A handle of this recycler is alive.
+    #[cold]
+    #[inline(never)]
+    pub(crate) unsafe fn get_owned_miss(&self) -> (Box<T>, Home<T>) {
+        let (obj, home) = self.get_miss();
+        // SAFETY: the caller's guarantee.
+        unsafe { self.take_unit(home) };
+        (obj, home)
+    }
+
     /// Takes a unit of the keep-alive count for an owned guard homed at
     /// `home`: a credit of the calling thread's cache if it is `home`, else
     /// (a thread that owns no cache, striped mode, an object to drop on

@@ -185,55 +185,91 @@ impl<T: Recyclable> Shared<T> {
         let mut word = NOBODY;
         if pool {
             // SAFETY: alive.
-            let owner = unsafe { home.owner() };
-            word = match owner {
-                Ok(_) => registry::current(),
-                Err(word) => word,
-            };
-            if let Ok(mine) = owner {
-                // Should `reset` panic, the guard's unit goes back too.
-                let obj = Resetting::reset_with(obj, home, true);
-                gate::enter();
-                // SAFETY: alive.
-                let back = match unsafe { home.mine() } {
-                    Some(_) => {
-                        // SAFETY: the calling thread found its cache open
-                        // inside its marked operation; the closure drops
-                        // nothing and runs no user code.
-                        let back = unsafe {
-                            mine.with_cache_unchecked(|c| {
-                                if c.slot.is_none() {
-                                    *c.slot = Some(obj);
-                                    None
-                                } else if c.has_room() {
-                                    c.batch.push_back(obj);
-                                    None
-                                } else {
-                                    Some(obj)
-                                }
-                            })
-                        };
-                        if back.is_none() {
-                            // SAFETY: as above.
-                            unsafe { mine.return_credit_unchecked() };
-                        }
-                        back
-                    }
-                    None => Some(obj),
-                };
-                gate::leave();
-                let Some(obj) = back else {
-                    Counters::add_owned(&mine.counters.released_local, 1);
-                    return;
-                };
-                // SAFETY: alive (the caller's guarantee), and nothing of
-                // the state is an argument of this frame; `word` is the
-                // calling thread's token: the object is reset.
-                return unsafe { Self::release_owned_off(obj, home, word) };
+            match unsafe { home.owner() } {
+                Err(owner) => word = owner,
+                Ok(mine) => {
+                    // Should `reset` panic, the guard's unit goes back too.
+                    let obj = Resetting::reset_with(obj, home, true);
+                    // The slot, inside a mark (for the credit, which the last
+                    // handle may be taking back), the gate read inside it.
+                    gate::enter();
+                    // SAFETY: alive.
+                    let back = match unsafe { home.mine() } {
+                        // SAFETY: a plain recycler's cache (a buffer pool's
+                        // buffers are released by the pool).
+                        Some(_) => match unsafe { mine.fill_slot(obj) } {
+                            None => {
+                                // SAFETY: the calling thread found its cache
+                                // open inside its marked operation.
+                                unsafe { mine.return_credit_unchecked() };
+                                None
+                            }
+                            full => full,
+                        },
+                        None => Some(obj),
+                    };
+                    gate::leave();
+                    let Some(obj) = back else {
+                        Counters::add_owned(&mine.counters.released_local, 1);
+                        return;
+                    };
+                    // SAFETY: alive (the caller's guarantee), and nothing of the
+                    // state is an argument of this frame; the object is reset.
+                    return unsafe { Self::release_owned_batch(mine, obj, home) };
+                }
             }
         }
         // SAFETY: as above.
         unsafe { Self::release_owned_off(obj, home, word) };
+    }
+
+    /// The release of an owned guard's object, reset on its owner path,
+    /// whose cache's slot is full (or whose gate was shut): a push on the
+    /// batch and the guard's unit counted as a credit, in one marked
+    /// operation that reads the gate again; else the release off the owner
+    /// path. Out of line, as [`release_batch`](Self::release_batch) is for
+    /// the borrowed guards: the inlined release, the slot alone, stays
+    /// small enough that a caller's loop inlines the guard's drop.
+    ///
+    /// # Safety
+    ///
+    /// As for [`release_owned_slow`](Self::release_owned_slow); `mine` is
+    /// `obj`'s home, and `obj` is reset.
+    #[inline(never)]
+    unsafe fn release_owned_batch(mine: Mine<'_, T>, obj: Box<T>, home: Home<T>) {
+        gate::enter();
+        // SAFETY: alive (the caller's guarantee).
+        let back = match unsafe { home.mine() } {
+            Some(_) => {
+                // SAFETY: the calling thread found its cache open inside its
+                // marked operation; the closure drops nothing and runs no
+                // user code.
+                let back = unsafe {
+                    mine.with_rest_unchecked(|c| {
+                        if c.has_room() {
+                            c.batch.push_back(obj);
+                            None
+                        } else {
+                            Some(obj)
+                        }
+                    })
+                };
+                if back.is_none() {
+                    // SAFETY: as above.
+                    unsafe { mine.return_credit_unchecked() };
+                }
+                back
+            }
+            None => Some(obj),
+        };
+        gate::leave();
+        let Some(obj) = back else {
+            Counters::add_owned(&mine.counters.released_local, 1);
+            return;
+        };
+        // SAFETY: the caller's guarantee; the calling thread's token as the
+        // word: the object is reset.
+        unsafe { Self::release_owned_off(obj, home, registry::current()) };
     }
 
     /// [`release_owned_guard`](Self::release_owned_guard) off the owner
