@@ -242,18 +242,8 @@ impl<T: Recyclable> Shared<T> {
         let back = match unsafe { home.mine() } {
             Some(_) => {
                 // SAFETY: the calling thread found its cache open inside its
-                // marked operation; the closure drops nothing and runs no
-                // user code.
-                let back = unsafe {
-                    mine.with_rest_unchecked(|c| {
-                        if c.has_room() {
-                            c.batch.push_back(obj);
-                            None
-                        } else {
-                            Some(obj)
-                        }
-                    })
-                };
+                // marked operation.
+                let back = unsafe { Self::push_if_room(mine, obj) };
                 if back.is_none() {
                     // SAFETY: as above.
                     unsafe { mine.return_credit_unchecked() };
@@ -358,8 +348,24 @@ impl<T: Recyclable> Shared<T> {
     /// ([`crate::steal`]), and its slot is full.
     #[inline(always)]
     unsafe fn push_batch(mine: Mine<'_, T>, obj: Box<T>) -> Result<(), Box<T>> {
-        // SAFETY: the caller's guarantee; the closure runs no user code.
-        let rest = unsafe {
+        // SAFETY: the caller's guarantee.
+        let rest = unsafe { Self::push_if_room(mine, obj) };
+        Self::pushed(mine.local(), rest, true)
+    }
+
+    /// Pushes `obj` on the back of the batch if that neither spills nor
+    /// grows it ([`has_room`](crate::cache::Rest::has_room)); hands it back
+    /// otherwise.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread found `mine` open inside a marked operation
+    /// ([`crate::steal`]).
+    #[inline(always)]
+    unsafe fn push_if_room(mine: Mine<'_, T>, obj: Box<T>) -> Option<Box<T>> {
+        // SAFETY: the caller's guarantee; the closure drops nothing and runs
+        // no user code.
+        unsafe {
             mine.with_rest_unchecked(|c| {
                 if c.has_room() {
                     c.batch.push_back(obj);
@@ -368,8 +374,7 @@ impl<T: Recyclable> Shared<T> {
                     Some(obj)
                 }
             })
-        };
-        Self::pushed(mine.local(), rest, true)
+        }
     }
 
     /// The end of a push: `Ok` and the release counted (if `count`) when
