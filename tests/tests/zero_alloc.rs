@@ -17,16 +17,16 @@
 #![cfg(not(feature = "track"))]
 
 use std::fmt::Write as _;
-use std::sync::{Arc, Barrier};
-use std::thread;
+use std::sync::Arc;
 
-use recycler_core::{OwnedPooled, Recyclable, RecycleVec, Recycler};
+use recycler_core::{Recyclable, RecycleVec, Recycler};
 
 mod counting;
+mod handoff_run;
 mod pin;
 
 use counting::allocs;
-use pin::{affinity, first_cpu_of, set_affinity};
+use handoff_run::COUNTED;
 
 #[global_allocator]
 static GLOBAL: counting::Counting = counting::Counting;
@@ -235,99 +235,6 @@ fn one_thread_allocates_nothing_once_warm() {
     }
 }
 
-/// Calls `f` until it returns something, yielding in between.
-fn spin<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    loop {
-        if let Some(t) = f() {
-            return t;
-        }
-        thread::yield_now();
-    }
-}
-
-const ROUNDS: usize = 200;
-const PER_ROUND: usize = 256;
-/// Requests in the counted half of a handoff run.
-const COUNTED: u64 = (ROUNDS / 2 * PER_ROUND) as u64;
-
-/// A producer gets and fills requests and hands them to a consumer, which
-/// reads and drops them (`reset` runs there, and the request goes home).
-/// Returns the allocations of the producer and of the consumer in the
-/// run's second half.
-///
-/// In striped mode both threads are pinned to one CPU, whose cache they
-/// share: a get on a CPU whose cache is empty makes a fresh object rather
-/// than take from another CPU that holds less than a quarter of a cache
-/// (design notes, striped mode), so two threads that migrate between CPUs
-/// (the test binary's other test running beside them, a loaded machine)
-/// allocate now and then by design (0 to 280 per run seen, unpinned).
-fn handoff_second_half<R: Fill>(striped: bool) -> (u64, u64) {
-    let pool = pool::<R>(striped);
-    let own = affinity();
-    let one = striped.then(|| first_cpu_of(&own));
-    if let Some(one) = &one {
-        set_affinity(one);
-    }
-    // A bounded channel allocates its slots once, here; its sends and
-    // receives allocate nothing. Neither thread ever blocks on one (each
-    // spins on `try_`): a thread's first block on a channel registers it in
-    // the channel's waiter list, which allocates, and were that to fall in
-    // the second half it would be counted against the requests. The
-    // consumer sends one token per round back, so that the producer's next
-    // round starts when the last one's requests have been released.
-    let (tx, rx) = crossbeam_channel::bounded::<OwnedPooled<R>>(PER_ROUND);
-    let (back_tx, back_rx) = crossbeam_channel::bounded::<()>(1);
-    let barrier = Arc::new(Barrier::new(2));
-    let consumer = {
-        let barrier = Arc::clone(&barrier);
-        thread::spawn(move || {
-            if let Some(one) = &one {
-                set_affinity(one);
-            }
-            let mut counted = None;
-            for round in 0..ROUNDS {
-                if round == ROUNDS / 2 {
-                    counted = Some(allocs());
-                }
-                for _ in 0..PER_ROUND {
-                    let req = spin(|| rx.try_recv().ok());
-                    assert!(req.size() == SIZE);
-                    drop(req); // reset here, on the consumer; sent home
-                }
-                spin(|| back_tx.try_send(()).ok());
-            }
-            barrier.wait();
-            allocs() - counted.unwrap()
-        })
-    };
-    let mut counted = None;
-    for round in 0..ROUNDS {
-        if round == ROUNDS / 2 {
-            counted = Some(allocs());
-        }
-        for i in 0..PER_ROUND {
-            let mut req = pool.get_owned();
-            req.fill(round * PER_ROUND + i);
-            let mut req = Some(req);
-            spin(|| match tx.try_send(req.take()?) {
-                Ok(()) => Some(()),
-                Err(e) => {
-                    req = Some(e.into_inner());
-                    None
-                }
-            });
-        }
-        spin(|| back_rx.try_recv().ok());
-    }
-    let producer = allocs() - counted.unwrap();
-    barrier.wait();
-    let consumer = consumer.join().unwrap();
-    set_affinity(&own);
-    let stats = pool.stats();
-    assert!(stats.hit_ratio() > 0.99, "{stats}");
-    (producer, consumer)
-}
-
 /// Runs the handoff up to five times, until a run's second half
 /// allocates exactly `R::WARM_ALLOCS` per request on the producer and
 /// nothing on the consumer; returns every run's counts.
@@ -347,7 +254,10 @@ fn handoff<R: Fill>(striped: bool) -> Vec<(u64, u64)> {
     let expected = (R::WARM_ALLOCS * COUNTED, 0);
     let mut runs = Vec::new();
     for _ in 0..5 {
-        let counts = handoff_second_half::<R>(striped);
+        let pool = pool::<R>(striped);
+        let (producer, consumer, _) =
+            handoff_run::second_half(&pool, striped, R::fill, |req| assert_eq!(req.size(), SIZE));
+        let counts = (producer, consumer);
         runs.push(counts);
         if counts == expected {
             break;
