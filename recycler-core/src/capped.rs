@@ -17,8 +17,10 @@
 //! as before, with what was done (the reset, the measure) not done again.
 //!
 //! Instructions per get + release of a `Vec<u8>` under a cap (callgrind,
-//! `benches/examples/owner_probe.rs`): 309 through the slow paths, 165
-//! here, against 44 without a cap. A fast path inlined beside the
+//! `benches/examples/owner_probe.rs`): 309 through the slow paths, 148
+//! here (165 before a release on the owner path went to the hot slot with
+//! no mark, [`release_capped_off`](Shared::release_capped_off)), against
+//! 44 without a cap. A fast path inlined beside the
 //! uncapped one would save the two calls, but costs the uncapped owner
 //! path (measured: 38 to 44 to 49 instructions per get + release of W1's
 //! object), which no cap is worth.
@@ -75,6 +77,53 @@ impl<T: Recyclable> Shared<T> {
             return hit;
         }
         self.get_slow()
+    }
+
+    /// A capped recycler's release off the inlined owner path, whose
+    /// compare read `word` (with [`ACCOUNTED`]) as the home's owner word:
+    /// on the thread that owns the home, its hot slot if it is empty and
+    /// the cap admits the object's bytes, with no mark (only the owner
+    /// touches a plain recycler's slot, and only it writes its delta);
+    /// else [`release_capped`](Self::release_capped). The thread does not
+    /// panic: the owner path reads the word only for a guard that pools.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn release_capped_off(&self, obj: Box<T>, home: Home<T>, word: u64) {
+        if word == registry::current() | ACCOUNTED
+            && let Some(acct) = self.own_account()
+        {
+            let obj = Resetting::reset(obj, home);
+            // SAFETY: the recycler outlives the guard being released.
+            let local = unsafe { home.local() };
+            // SAFETY: its owner word was the calling thread's token, which
+            // no other thread has, and only this thread changes it.
+            let mine = unsafe { Mine::new(local) };
+            let bytes = Self::measure_release(mine, &obj);
+            let cell = &local.delta;
+            // SAFETY: a plain recycler's cache (a capped recycler is no
+            // buffer pool's bucket), owned by the calling thread; the
+            // closure stores into an empty slot and runs no user code (the
+            // account is the recycler's).
+            let back = unsafe {
+                local.with_slot_unchecked(|slot| {
+                    if slot.is_none() && acct.try_add_own(cell, bytes) {
+                        *slot = Some(obj);
+                        None
+                    } else {
+                        Some(obj)
+                    }
+                })
+            };
+            let Some(obj) = back else {
+                Counters::add_owned(&mine.counters.released_local, 1);
+                return;
+            };
+            return match self.push_capped_measured(acct, obj, home, mine, bytes) {
+                Ok(()) => {}
+                Err(obj) => self.release_measured(obj, home, true, Some(bytes), None),
+            };
+        }
+        self.release_capped(obj, home);
     }
 
     /// A capped recycler's release off the inlined owner path (the slow
@@ -159,15 +208,44 @@ impl<T: Recyclable> Shared<T> {
         let Some(mine) = Mine::if_owned(local) else {
             return Err((obj, true, None));
         };
-        let bytes = {
-            let unwinding = OnUnwind(|| {
-                Counters::add_owned(&mine.counters.released_local, 1);
-                Counters::add_owned(&mine.counters.dropped, 1);
-            });
-            let bytes = bytes_of(&obj);
-            mem::forget(unwinding);
-            bytes
-        };
+        let bytes = Self::measure_release(mine, &obj);
+        self.push_capped_measured(acct, obj, home, mine, bytes)
+            .map_err(|obj| (obj, true, Some(bytes)))
+    }
+
+    /// Measures a released object, reset, on its owner path: if
+    /// `retained_bytes` panics, the object, taken, is dropped by the
+    /// unwinding, counted as released and dropped.
+    #[inline(always)]
+    #[allow(
+        clippy::borrowed_box,
+        reason = "measured as `bytes_of` measures: the box's own `Recyclable` impl, which adds its size, cannot be picked by mistake"
+    )]
+    fn measure_release(mine: Mine<'_, T>, obj: &Box<T>) -> u64 {
+        let unwinding = OnUnwind(|| {
+            Counters::add_owned(&mine.counters.released_local, 1);
+            Counters::add_owned(&mine.counters.dropped, 1);
+        });
+        let bytes = bytes_of(obj);
+        mem::forget(unwinding);
+        bytes
+    }
+
+    /// The rest of [`push_capped`](Self::push_capped) once `obj`, reset, is
+    /// measured at `bytes`: in the hot slot or on the batch, inside a marked
+    /// operation that reads the gate, if the cap admits it; handed back
+    /// otherwise (reset and measured).
+    #[inline(always)]
+    fn push_capped_measured(
+        &self,
+        acct: &IdleAccount,
+        obj: Box<T>,
+        home: Home<T>,
+        mine: Mine<'_, T>,
+        bytes: u64,
+    ) -> Result<(), Box<T>> {
+        // SAFETY: the recycler outlives the guard being released.
+        let local = unsafe { home.local() };
         let cell = &local.delta;
         gate::enter();
         let pushed = if local.owner_word() == registry::current() | ACCOUNTED {
@@ -180,6 +258,6 @@ impl<T: Recyclable> Shared<T> {
             Err(obj)
         };
         gate::leave();
-        pushed.map_err(|obj| (obj, true, Some(bytes)))
+        pushed
     }
 }

@@ -163,7 +163,7 @@ impl<T: Recyclable> Shared<T> {
             // A capped recycler's cache (only those carry the flag; never
             // striped): its owner path, straight, as the slow release's
             // entry would choose it (one call and its tests fewer).
-            return inner.release_capped(obj, home);
+            return inner.release_capped_off(obj, home, word);
         }
         inner.release_slow(obj, home, false);
     }
