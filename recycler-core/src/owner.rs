@@ -440,6 +440,14 @@ impl<T: Recyclable> Shared<T> {
         }
     }
 
+    /// The calling thread's cache if it has one, in its hot index or
+    /// registered, never claimed: for `trim`, which has nothing to free in
+    /// a cache the thread does not have (claiming one would give the thread
+    /// a cache and an exit hook for nothing).
+    pub(crate) fn local_if_any(&self) -> Option<Mine<'_, T>> {
+        self.hot_local().or_else(|| self.registered_local())
+    }
+
     /// The calling thread's cache if it has one, found without claiming:
     /// the cache it registered for this recycler, if it still owns it.
     pub(crate) fn registered_local(&self) -> Option<Mine<'_, T>> {

@@ -248,7 +248,8 @@ impl<T: Recyclable + Send + 'static> Recycler<T> {
     /// touches. A thread that is inside a `get` or a release at that moment
     /// keeps its cache for up to a millisecond, and if it is still inside
     /// then, keeps it. The owner path stays free of locks: see "Taking a
-    /// live thread's cache" in the design notes.
+    /// live thread's cache" in the design notes. A thread without a cache
+    /// of this recycler is not given one by `trim`.
     ///
     /// # Panics
     ///
@@ -503,6 +504,20 @@ mod tests {
         assert!(b.is_empty());
         let s = pool.stats();
         assert_eq!((s.gets, s.hits, s.created, s.released_local), (2, 1, 1, 1));
+    }
+
+    #[test]
+    fn trim_claims_no_cache_for_a_thread_without_one() {
+        let pool: Recycler<Vec<u8>> = Recycler::new();
+        // This thread's cache: one object in the hot slot, two on the batch.
+        drop((pool.get(), pool.get(), pool.get()));
+        let caches = || pool.inner().all_caches().count();
+        let before = caches();
+        std::thread::scope(|s| s.spawn(|| pool.trim()).join().unwrap());
+        assert_eq!(caches(), before, "a cache claimed only to be trimmed");
+        // The batch trimmed; the slot, which only its owner touches, kept.
+        let s = pool.stats();
+        assert_eq!((s.idle, s.dropped), (1, 2), "{s}");
     }
 
     #[test]

@@ -89,7 +89,7 @@ impl<T: Recyclable> Shared<T> {
             let all = stripes.drain();
             n += all.len();
             freed.push(all);
-        } else if let Some(mine) = self.local_for_current() {
+        } else if let Some(mine) = self.local_if_any() {
             self.flush_pending(mine);
             let own = mine.take_all();
             Counters::add_owned(&mine.counters.dropped, own.len() as u64);

@@ -108,11 +108,13 @@ fn run_with(
         // `join` also waits for the threads' exit hooks.
         handles.into_iter().for_each(|h| h.join().unwrap());
         working.store(false, Relaxed);
-        // The trimmer too: the scope waits only for its closure, not for
-        // its thread's exit hooks, one of which may hold the recycler's
-        // state (it frees the state if the recycler dropped meanwhile), so
-        // that the drop below would not free the idle objects itself (the
-        // check after it failed in 8 to 33 runs of 100, under load).
+        // The trimmer too: the scope waits only for a thread's closure, not
+        // for its exit hooks, and a thread with a cache of the recycler has
+        // one that holds the recycler's state while it runs (freeing the
+        // state after it if the recycler dropped meanwhile), so the drop
+        // below would not free the idle objects itself. (`trim` claimed a
+        // cache for the trimming thread; the check after the drop failed
+        // in 4 to 33 runs of 100 then.)
         if let Some(trimmer) = trimmer {
             trimmer.join().unwrap();
         }
