@@ -88,11 +88,11 @@ impl<T: Recyclable + Send> ExitFlush for Shared<T> {
             None => self.keep.give(credits),
         };
         if let Some(let_go) = let_go {
-            // SAFETY: nothing of the state it lets go is an argument here:
-            // this recycler's own is held by the registry (an `Arc`) while
-            // the hook runs, and freed after; a pool, which owns this
+            // This recycler's own state is held by the registry (an `Arc`)
+            // while the hook runs, and freed after; a pool, which owns this
             // bucket's handle, is not an argument of the hook, and this
             // bucket's state outlives it (the registry's `Arc`).
+            // SAFETY: so nothing of the state it lets go is an argument here.
             unsafe { let_go.run() };
         }
     }

@@ -379,11 +379,12 @@ impl<T> Drop for Shared<T> {
         self.liveness.end();
         let mut held: Vec<Batch<T>> = Vec::new();
         for local in self.caches.iter().chain([&self.orphan]) {
-            // SAFETY: the recycler is dropping (`&mut self`), so no guard and
-            // no thread uses it any more: nobody else touches any cache
-            // (threads that still own one only keep stale hot-index entries,
-            // which no live recycler's key matches, and hooks whose targets
-            // are gone); the closure runs no user code.
+            // The recycler is dropping (`&mut self`): no guard and no thread
+            // uses it any more (threads that still own a cache only keep
+            // stale hot-index entries, which no live recycler's key matches,
+            // and hooks whose targets are gone).
+            // SAFETY: so nobody else touches any cache; the closure runs no
+            // user code.
             unsafe {
                 local.with_cache_unchecked(|c| {
                     held.push(c.take_all());

@@ -59,11 +59,11 @@ impl PoolShared {
             // `get`, and it has nothing pending (above).
             let (buf, cell) = unsafe { Shared::pop_local(mine, count) }?;
             if credit {
-                // SAFETY: inside the marked operation that found the cache
-                // open, so the pool's last handle, orphaning the bucket,
-                // waits for it to leave before it takes the credits back;
-                // the caller holds a unit (or a handle), so the count is
-                // above 0.
+                // Inside the marked operation that found the cache open: the
+                // pool's last handle, orphaning the bucket, waits for it to
+                // leave before it takes the credits back.
+                // SAFETY: so the credits are this thread's to take; the
+                // caller holds a unit (or a handle): the count is above 0.
                 unsafe { mine.take_credit(self.keep()) };
             }
             Some((buf, cell, local))

@@ -244,11 +244,12 @@ impl FrameBuf {
         let old_base = self.base;
         let old = self.buf.take();
         self.install(fresh);
-        // SAFETY: `old_base[from..from + unread]` are the unread bytes of
-        // the old buffer, initialized, and kept alive by `old` until the
-        // end of this function; `base[..unread]` is the new buffer's
-        // (empty, `capacity >= unread`), the reader's alone, another
-        // allocation.
+        // `old_base[from..from + unread]` are the unread bytes of the old
+        // buffer, initialized, and kept alive by `old` until the end of this
+        // function; `base[..unread]` is the new buffer's (empty, `capacity
+        // >= unread`), the reader's alone.
+        // SAFETY: so both ranges are valid, and they do not overlap (two
+        // allocations).
         unsafe {
             ptr::copy_nonoverlapping(old_base.as_ptr().add(from), self.base.as_ptr(), unread);
         }
