@@ -240,6 +240,31 @@ fn poll<F: Future + Unpin>(f: &mut F, waker: &Waker) -> Poll<F::Output> {
     Pin::new(f).poll(&mut Context::from_waker(waker))
 }
 
+/// What a wait got: at its first poll (`first`), or else at its second,
+/// after exactly one wake (`woke` says whose), which means it was served.
+fn ready_or_woken<F, B, E>(
+    first: Poll<Result<B, E>>,
+    wait: &mut F,
+    waker: &Waker,
+    wakes: &Wakes,
+    woke: &str,
+) -> B
+where
+    F: Future<Output = Result<B, E>> + Unpin,
+    E: std::fmt::Debug,
+{
+    match first {
+        Poll::Ready(got) => got.unwrap(),
+        Poll::Pending => {
+            assert_eq!(wakes.0.load(SeqCst), 1, "{woke}");
+            match poll(wait, waker) {
+                Poll::Ready(got) => got.unwrap(),
+                Poll::Pending => panic!("woken, so it was served: {woke}"),
+            }
+        }
+    }
+}
+
 /// One bucket of 16 bytes under a limit of `limit` bytes. Buffers above 16
 /// bytes are oversize: never pooled, so dropping one always frees its
 /// memory, whoever drops it (the race modelled is the free's, not the
@@ -280,16 +305,7 @@ fn a_free_races_a_waiter_joining_the_queue() {
         let mut wait = pool.acquire_owned_async(16);
         let first = poll(&mut wait, &waker);
         t.join().unwrap();
-        let buf = match first {
-            Poll::Ready(got) => got.unwrap(),
-            Poll::Pending => {
-                assert_eq!(wakes.0.load(SeqCst), 1, "the free woke the waiter");
-                match poll(&mut wait, &waker) {
-                    Poll::Ready(got) => got.unwrap(),
-                    Poll::Pending => panic!("woken, so its memory was reserved"),
-                }
-            }
-        };
+        let buf = ready_or_woken(first, &mut wait, &waker, &wakes, "the free woke the waiter");
         assert_eq!(buf.capacity(), 16);
         drop(buf);
         drop(wait);
@@ -317,16 +333,7 @@ fn a_free_races_a_waiter_joining_behind_a_granted_one() {
         let mut b = pool.acquire_owned_async(32);
         let first = poll(&mut b, &waker);
         t.join().unwrap();
-        let buf = match first {
-            Poll::Ready(got) => got.unwrap(),
-            Poll::Pending => {
-                assert_eq!(wakes.0.load(SeqCst), 1, "the free woke the waiter");
-                match poll(&mut b, &waker) {
-                    Poll::Ready(got) => got.unwrap(),
-                    Poll::Pending => panic!("woken, so its memory was reserved"),
-                }
-            }
-        };
+        let buf = ready_or_woken(first, &mut b, &waker, &wakes, "the free woke the waiter");
         assert_eq!(buf.capacity(), 32);
         drop(a); // gives its grant up
         drop(buf);
@@ -426,16 +433,13 @@ fn a_free_serves_a_waiter_behind_one_that_does_not_fit() {
         let mut small = pool.acquire_owned_async(16);
         let first = poll(&mut small, &waker);
         t.join().unwrap();
-        let buf = match first {
-            Poll::Ready(got) => got.unwrap(),
-            Poll::Pending => {
-                assert_eq!(wakes.0.load(SeqCst), 1, "the free woke the small waiter");
-                match poll(&mut small, &waker) {
-                    Poll::Ready(got) => got.unwrap(),
-                    Poll::Pending => panic!("woken, so its memory was granted"),
-                }
-            }
-        };
+        let buf = ready_or_woken(
+            first,
+            &mut small,
+            &waker,
+            &wakes,
+            "the free woke the small waiter",
+        );
         assert_eq!(buf.capacity(), 16);
         assert_eq!(big_wakes.0.load(SeqCst), 0, "32 bytes held: not yet");
         drop(buf);
@@ -529,16 +533,13 @@ fn a_release_then_an_exit_race_a_waiter_joining() {
         let mut wait = pool.acquire_owned_async(16);
         let first = poll(&mut wait, &waker);
         t.join().unwrap();
-        let buf = match first {
-            Poll::Ready(got) => got.unwrap(),
-            Poll::Pending => {
-                assert_eq!(wakes.0.load(SeqCst), 1, "the release woke the waiter");
-                match poll(&mut wait, &waker) {
-                    Poll::Ready(got) => got.unwrap(),
-                    Poll::Pending => panic!("woken, so its buffer was granted"),
-                }
-            }
-        };
+        let buf = ready_or_woken(
+            first,
+            &mut wait,
+            &waker,
+            &wakes,
+            "the release woke the waiter",
+        );
         assert_eq!(buf.capacity(), 16);
         drop(buf);
         drop(wait);
