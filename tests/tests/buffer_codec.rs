@@ -1,8 +1,9 @@
 //! `FrameBuf`, the pooled read buffer for codecs (feature `bytes`): frames
-//! decoded across partial reads, `split_to` parts that outlive the reader,
-//! the memory returning to the pool only when the last part drops, no copy
-//! on the fast path, the copy and compaction costs, bytes' panics, and the
-//! books balanced.
+//! decoded across partial reads, `split_to` parts that outlive the reader
+//! (with the buffer lent to them, which leaves the pool with them; under a
+//! memory limit, shared per read, the memory returning to the pool only
+//! when the last part drops), no copy on the fast path, the copy and
+//! compaction costs, bytes' panics, and the books balanced.
 
 #![cfg(not(loom))] // tokio is no dependency under loom
 
@@ -43,6 +44,17 @@ fn payloads() -> Vec<Vec<u8>> {
 
 fn in_use(pool: &BufferPool) -> u64 {
     pool.stats().total().in_use
+}
+
+/// A default pool, whose buffers `split_to` lends to its frames (`true`),
+/// and one under a memory limit, where it shares them per read and the
+/// frames keep them in the pool (`false`).
+fn pools() -> [(Arc<BufferPool>, bool); 2] {
+    let limited = BufferPool::builder().memory_limit(1 << 30).build().unwrap();
+    [
+        (Arc::new(BufferPool::new()), true),
+        (Arc::new(limited), false),
+    ]
 }
 
 #[test]
@@ -112,8 +124,13 @@ fn tokio_read_buf_fills_it_in_partial_reads() {
 
 #[test]
 fn one_frame_per_read_is_zero_copy() {
-    let pool = Arc::new(BufferPool::new());
-    let mut rx = FrameBuf::with_capacity(&pool, 100);
+    for (pool, lends) in pools() {
+        one_frame_per_read_is_zero_copy_in(&pool, lends);
+    }
+}
+
+fn one_frame_per_read_is_zero_copy_in(pool: &Arc<BufferPool>, lends: bool) {
+    let mut rx = FrameBuf::with_capacity(pool, 100);
     let mut frames = Vec::new();
     let base = rx.as_ptr();
     for i in 0..10u8 {
@@ -131,20 +148,32 @@ fn one_frame_per_read_is_zero_copy() {
     for (i, f) in frames.iter().enumerate() {
         assert_eq!(f.as_ptr(), base.wrapping_add(54 * i + 4));
     }
-    assert_eq!((in_use(&pool), rx.capacity()), (1, 4096));
+    assert_eq!((in_use(pool), rx.capacity()), (1, 4096));
     drop(rx);
-    assert_eq!(in_use(&pool), 1, "the frames hold it");
-    drop(frames);
-    let s = pool.stats();
-    assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 1));
-    assert_eq!(pool.acquire(100).as_ptr(), base, "back in the pool");
+    if lends {
+        let s = pool.stats();
+        assert_eq!((s.total().in_use, s.buckets[0].removes), (0, 1), "theirs");
+        assert_eq!(frames[9][..], [9; 50]);
+        drop(frames);
+    } else {
+        assert_eq!(in_use(pool), 1, "the frames hold it");
+        drop(frames);
+        let s = pool.stats();
+        assert_eq!((s.total().in_use, s.buckets[0].idle), (0, 1));
+        assert_eq!(pool.acquire(100).as_ptr(), base, "back in the pool");
+    }
     common::assert_buffers_counted(&pool.stats());
 }
 
 #[test]
 fn parts_outlive_the_reader_and_the_last_returns_the_memory() {
-    let pool = Arc::new(BufferPool::new());
-    let mut rx = FrameBuf::with_capacity(&pool, 100);
+    for (pool, lends) in pools() {
+        parts_outlive_the_reader_in(&pool, lends);
+    }
+}
+
+fn parts_outlive_the_reader_in(pool: &Arc<BufferPool>, lends: bool) {
+    let mut rx = FrameBuf::with_capacity(pool, 100);
     rx.put_slice(b"headerbody!");
     let first = rx.as_ptr();
     let head = rx.split_to(6); // the buffer freezes: shared, no copy
@@ -158,23 +187,33 @@ fn parts_outlive_the_reader_and_the_last_returns_the_memory() {
     );
     assert_eq!(rx.bytes_copied(), 0);
     drop(rx);
-    assert_eq!(in_use(&pool), 1, "the frames share one buffer");
+    // Lent, the buffer is the parts' now, out of the pool; else they hold
+    // it in the pool.
+    let held = u64::from(!lends);
+    assert_eq!(in_use(pool), held, "the frames share one buffer");
     drop(head);
-    assert_eq!(in_use(&pool), 1, "parts still hold it");
+    assert_eq!(in_use(pool), held, "parts still hold it");
     assert_eq!(&clone[..], b"ea");
     // The last parts move to another thread and drop there.
     thread::spawn(move || drop(clone)).join().unwrap();
-    assert_eq!(in_use(&pool), 1, "`body` still holds it");
+    assert_eq!(in_use(pool), held, "`body` still holds it");
+    assert_eq!(&body[..], b"body!");
     drop(body);
     let s = pool.stats();
-    assert_eq!((s.total().in_use, s.total().idle), (0, 1), "{s}");
+    assert_eq!((s.total().in_use, s.total().idle), (0, held), "{s}");
+    assert_eq!(s.total().removes, 1 - held, "{s}");
     common::assert_buffers_counted(&s);
 }
 
 #[test]
 fn a_partial_frame_stays_until_the_buffer_is_full() {
-    let pool = Arc::new(BufferPool::new());
-    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    for (pool, lends) in pools() {
+        a_partial_frame_stays_in(&pool, lends);
+    }
+}
+
+fn a_partial_frame_stays_in(pool: &Arc<BufferPool>, lends: bool) {
+    let mut rx = FrameBuf::with_capacity(pool, 4096);
     rx.put_slice(b"ab");
     rx.put_bytes(b'x', 1000);
     let first = rx.as_ptr();
@@ -185,8 +224,8 @@ fn a_partial_frame_stays_until_the_buffer_is_full() {
     assert_eq!((rx.len(), rx.capacity(), rx.bytes_copied()), (500, 4096, 0));
     rx.put_u8(b'y'); // written after the shared bytes: no copy
     assert_eq!((rx.len(), rx.bytes_copied()), (501, 0));
-    assert_eq!(in_use(&pool), 1, "one buffer, shared");
-    let end = rx.split_to(501); // a share of the bytes written since
+    assert_eq!(in_use(pool), 1, "one buffer, shared");
+    let end = rx.split_to(501); // lent: a slice; else a share of the bytes written since
     assert_eq!(end.as_ptr(), first.wrapping_add(502));
     assert_eq!(&end[498..], b"xxy");
     rx.put_bytes(b'z', 3000); // fills the buffer but for 93 bytes
@@ -196,14 +235,24 @@ fn a_partial_frame_stays_until_the_buffer_is_full() {
         (rx.len(), rx.capacity(), rx.bytes_copied()),
         (300, 4096, 100)
     );
-    assert_eq!(in_use(&pool), 2);
     assert_eq!(&rx[99..101], b"zw");
+    if lends {
+        assert_eq!(in_use(pool), 1, "the first buffer left with its frames");
+        assert_eq!(pool.stats().total().removes, 1);
+    } else {
+        assert_eq!(in_use(pool), 2);
+    }
     drop((small, end));
-    assert_eq!(in_use(&pool), 2, "`mid` holds the first buffer");
+    assert_eq!(
+        in_use(pool),
+        2 - u64::from(lends),
+        "`mid` holds the first buffer"
+    );
+    assert!(mid.iter().all(|&b| b == b'x'));
     drop(mid);
-    assert_eq!(in_use(&pool), 1, "the reader's");
+    assert_eq!(in_use(pool), 1, "the reader's");
     drop(rx);
-    assert_eq!(in_use(&pool), 0);
+    assert_eq!(in_use(pool), 0);
     common::assert_buffers_counted(&pool.stats());
 }
 
@@ -334,14 +383,11 @@ fn the_guide_example() {
     assert_eq!(&frames[0][..], b"hello");
     decode_all(&mut rx, &mut frames);
     assert_eq!(&frames[1][..], b"bye");
-    drop(rx);
-    assert_eq!(
-        pool.stats().buckets[0].in_use,
-        1,
-        "the frames share the buffer"
-    );
+    drop(rx); // the frames keep the buffer lent to them, out of the pool
+    let b = pool.stats().buckets[0];
+    assert_eq!((b.in_use, b.removes), (0, 1), "the frames share the buffer");
+    assert_eq!(&frames[0][..], b"hello");
     drop(frames);
-    assert_eq!(pool.stats().buckets[0].in_use, 0);
     common::assert_buffers_counted(&pool.stats());
 }
 
@@ -485,5 +531,41 @@ fn reserve_async_waits_for_the_frames_to_drop() {
     assert_eq!(got, want);
     let s = pool.stats();
     assert_eq!((s.overdrafts, s.total().in_use), (0, 0), "{s}");
+    common::assert_buffers_counted(&s);
+}
+
+/// `split_to` frames of a lent buffer handed to another thread, which
+/// checks each and drops it, while the reader goes on filling: the reader
+/// reuses the buffer in place only once the other thread has dropped every
+/// frame of it (else it refills into a fresh one), so no frame ever sees
+/// its bytes change, and the books balance at the end.
+#[test]
+fn lent_frames_dropped_on_another_thread_never_change() {
+    let pool = Arc::new(BufferPool::new());
+    let (tx, rx_frames) = std::sync::mpsc::sync_channel::<(u32, Bytes)>(64);
+    let checker = thread::spawn(move || {
+        let mut n = 0u32;
+        for (i, frame) in rx_frames {
+            let fill = i as u8;
+            assert!(frame.iter().all(|&b| b == fill), "frame {i} changed");
+            n += 1;
+        }
+        n
+    });
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    for i in 0..20_000u32 {
+        let len = 1 + (i as usize * 131) % 700;
+        rx.put_bytes(i as u8, len); // a refill or a move to the front when full
+        let frame = rx.split_to(len);
+        tx.send((i, frame)).unwrap();
+        if i % 7 == 0 {
+            rx.clear(); // starts over in place if no frame is alive
+        }
+    }
+    drop(tx);
+    assert_eq!(checker.join().unwrap(), 20_000);
+    drop(rx);
+    let s = pool.stats();
+    assert_eq!(s.total().in_use, 0, "{s}");
     common::assert_buffers_counted(&s);
 }

@@ -154,10 +154,11 @@ fn bytes_mut_loop(wire: &[u8], read: usize) -> Run {
     }
 }
 
-/// At most 0.05 allocations per frame with `split_to_pooled` (none, once
-/// warm: a reference count per frame, and the buffer reused in place once
-/// its frames have dropped), and no more bytes copied than a `BytesMut`.
-/// `split_to`'s `Bytes` cost one owner per share, at most one per read.
+/// At most 0.05 allocations per frame with `split_to_pooled` and with
+/// `split_to` (none, once warm: a reference count per frame, and the
+/// buffer reused in place once its frames have dropped; `split_to`'s
+/// `Bytes` are sliced from one `Bytes` the buffer is lent to, whose one
+/// allocation is made once), and no more bytes copied than a `BytesMut`.
 #[test]
 fn decode_handle_drop_allocates_at_most_once_per_buffer() {
     let wire = wire();
@@ -166,12 +167,13 @@ fn decode_handle_drop_allocates_at_most_once_per_buffer() {
         let bytes = frame_buf_loop(&wire, read, false);
         let baseline = bytes_mut_loop(&wire, read);
         let per_frame = pooled.allocs as f64 / pooled.frames as f64;
+        let bytes_per_frame = bytes.allocs as f64 / bytes.frames as f64;
         let figures = format!(
             "reads of {read}: split_to_pooled {per_frame:.4} allocations a frame, {} bytes copied; \
              split_to {:.4} a frame, {} copied, {} reads; BytesMut {:.4}, {} copied; \
              held at the end: FrameBuf {}, BytesMut {}",
             pooled.copied,
-            bytes.allocs as f64 / bytes.frames as f64,
+            bytes_per_frame,
             bytes.copied,
             bytes.reads,
             baseline.allocs as f64 / baseline.frames as f64,
@@ -183,6 +185,6 @@ fn decode_handle_drop_allocates_at_most_once_per_buffer() {
         assert!(per_frame <= 0.05, "{figures}");
         assert!(pooled.copied <= baseline.copied, "{figures}");
         assert!(bytes.copied <= baseline.copied, "{figures}");
-        assert!(bytes.allocs <= bytes.reads, "{figures}");
+        assert!(bytes_per_frame <= 0.05, "{figures}");
     }
 }

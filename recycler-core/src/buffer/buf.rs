@@ -190,6 +190,25 @@ impl Buf {
         before - capacity
     }
 
+    /// Hands the allocation to another owner, which frees it
+    /// ([`AlignedBuf::give_up`]): its bytes leave the ledger now, as if the
+    /// buffer had dropped, and the buffer is left empty (capacity 0,
+    /// nothing charged), for its guard to discard.
+    #[cfg(feature = "bytes")]
+    pub(crate) fn give_up_allocation(&mut self) {
+        let over = self.raw.capacity() - self.charged;
+        if over != 0 {
+            self.ledger.repay(over as u64);
+        }
+        if self.charged != 0 {
+            self.ledger.free(self.charged as u64);
+        }
+        self.charged = 0;
+        self.len = 0;
+        self.init = 0;
+        self.raw.give_up();
+    }
+
     /// The allocation, for growing it. The caller keeps the ledger in step.
     pub(crate) fn raw_mut(&mut self) -> &mut AlignedBuf {
         &mut self.raw

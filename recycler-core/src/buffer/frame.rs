@@ -20,6 +20,7 @@ use super::pool::BufferPool;
 use super::units::PoolUnit;
 use crate::loom::Arc;
 
+mod lend;
 mod read;
 mod room;
 mod split;
@@ -41,16 +42,18 @@ const GROW_BY: usize = 64;
 /// **Splits never copy.** A frame split off shares the buffer, and the
 /// reader goes on writing the rest of the same buffer after it (no frame
 /// ever sees those bytes). A [`PooledBytes`](super::PooledBytes) costs a reference count; a
-/// `Bytes` one more allocation (its owner) per read that completes frames,
-/// shared by all the frames of that read.
+/// `Bytes` too, once the buffer is lent to the one `Bytes` all its frames
+/// are sliced from (one allocation per buffer; per read under a memory
+/// limit: see [`split_to`](Self::split_to)).
 ///
 /// **When the buffer is full**, and no frame split off it is still alive,
 /// the unread bytes move to its front (if anything was read before them),
 /// as `BytesMut` reclaims space, and it grows only if that is not enough.
 /// While frames still hold it, the unread bytes (a partial frame) move to
 /// a fresh buffer from the same pool instead, and the frames keep the old
-/// one, which returns to the pool when the last of them drops. Both copies
-/// are counted in [`bytes_copied`](Self::bytes_copied).
+/// one, which returns to the pool when the last of them drops (or, lent to
+/// `split_to`'s `Bytes`, leaves the pool with them). Both copies are
+/// counted in [`bytes_copied`](Self::bytes_copied).
 ///
 /// At the pool's `memory_limit`, the writes and [`reserve`](Self::reserve)
 /// take their fresh buffer (or growth) as an overdraft, as the guards'
@@ -105,6 +108,11 @@ pub struct FrameBuf {
     /// it are sliced from it.
     root: Bytes,
     root_start: usize,
+    /// Whether `root` covers the whole buffer and owns its allocation
+    /// ([`lend`]): `root_start` is 0, `base` is `root`'s pointer, `buf` is
+    /// the reader's alone, and its `Buf` touches its allocation only once
+    /// the lending ends.
+    lent: bool,
     /// The buffer written into, shared with the frames split off it; its
     /// length is stale (the reader's is the truth). `None`: no buffer.
     buf: Option<Arc<OwnedPooledBuf>>,
@@ -152,6 +160,7 @@ impl FrameBuf {
             init: 0,
             root: Bytes::new(),
             root_start: 0,
+            lent: false,
             buf: None,
             copied: 0,
             refill_capacity: buf.capacity(),
@@ -186,6 +195,7 @@ impl FrameBuf {
     /// ones; lets the previous one go (it returns to the pool when the
     /// frames split off it have dropped).
     fn install(&mut self, mut buf: OwnedPooledBuf) {
+        debug_assert!(!self.lent, "a lent buffer is let go first");
         self.base = NonNull::new(buf.as_mut_ptr()).unwrap_or(NonNull::dangling());
         self.pos = 0;
         self.len = buf.len();
@@ -198,8 +208,11 @@ impl FrameBuf {
 
     /// The buffer, if the reader's reference is the only one: no frame
     /// split off it is alive. The reader's own share (`root`) is let go
-    /// first; a later `split_to` makes another.
+    /// first (a lent buffer reclaimed); a later `split_to` makes another.
     fn exclusive(&mut self) -> Option<&mut OwnedPooledBuf> {
+        if !self.reclaim() {
+            return None;
+        }
         self.root = Bytes::new();
         self.root_start = 0;
         self.buf.as_mut().and_then(Arc::get_mut)
@@ -344,14 +357,16 @@ impl FrameBuf {
     /// frame split off it is alive; else goes on after them.
     #[cold]
     fn start_over(&mut self) {
-        if self.exclusive().is_some() {
+        if self.alone() {
             self.pos = 0;
             self.len = 0;
         }
     }
 
     /// If every byte written has been read, lets the buffer go (back to the
-    /// pool, once the frames split off it have dropped) and returns `true`;
+    /// pool, once the frames split off it have dropped; a buffer lent to
+    /// `split_to`'s frames leaves the pool with them if they are alive) and
+    /// returns `true`;
     /// the next write takes a fresh buffer from the pool. For a connection
     /// about to idle: it then holds no buffer at all.
     ///
@@ -376,9 +391,7 @@ impl FrameBuf {
         if !self.is_empty() {
             return false;
         }
-        self.root = Bytes::new();
-        self.root_start = 0;
-        self.buf = None;
+        self.let_go();
         self.base = NonNull::dangling();
         (self.pos, self.len, self.cap, self.init) = (0, 0, 0, 0);
         true
@@ -406,6 +419,7 @@ impl FrameBuf {
     /// ```
     pub fn into_inner(mut self) -> OwnedPooledBuf {
         if self.move_to_front()
+            && self.reclaim()
             && let Some(shared) = self.buf.take()
         {
             match Arc::try_unwrap(shared) {
@@ -615,7 +629,8 @@ impl fmt::Debug for FrameBuf {
             .field("capacity", &self.cap)
             .field(
                 "shared",
-                &self.buf.as_ref().is_some_and(|b| Arc::strong_count(b) > 1),
+                &(self.buf.as_ref().is_some_and(|b| Arc::strong_count(b) > 1)
+                    || (self.lent && !self.root.is_unique())),
             )
             .finish_non_exhaustive()
     }

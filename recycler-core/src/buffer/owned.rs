@@ -123,6 +123,30 @@ impl OwnedPooledBuf {
         // SAFETY: this buffer holds a unit of the pool's count.
         unsafe { self.pool.get() }
     }
+
+    /// The alignment of the buffer's first byte.
+    #[cfg(feature = "bytes")]
+    pub(crate) fn alignment(&mut self) -> usize {
+        self.buf.buf_mut().alignment()
+    }
+
+    /// Makes the first `len` bytes initialized (zeroing only what was never
+    /// written, as the buffer remembers across reuse) and the length
+    /// `len`; returns the first byte. `len <= capacity()`.
+    #[cfg(feature = "bytes")]
+    pub(crate) fn init_to(&mut self, len: usize) -> *mut u8 {
+        self.buf.init_to(len)
+    }
+
+    /// Discards the guard ([`discard`](Self::discard): a release and a
+    /// remove), its allocation handed to another owner that frees it
+    /// ([`Buf::give_up_allocation`]): a `FrameBuf`'s frames, which hold it
+    /// as `Bytes`.
+    #[cfg(feature = "bytes")]
+    pub(crate) fn discard_given_up(mut this: Self) {
+        this.buf.with_buf(Buf::give_up_allocation);
+        Self::discard(this);
+    }
 }
 
 impl PoolShared {

@@ -123,6 +123,16 @@ impl AlignedBuf {
         self.adopt(ptr, new_cap)
     }
 
+    /// Hands the allocation to another owner, which frees it (a
+    /// `Vec<u8>`, through `bytes`: a [`FrameBuf`](super::FrameBuf)'s
+    /// frames): the buffer holds nothing from then on (capacity 0, the
+    /// dangling pointer) and frees nothing.
+    #[cfg(feature = "bytes")]
+    pub(crate) fn give_up(&mut self) {
+        self.ptr = Self::dangling(self.align);
+        self.cap = 0;
+    }
+
     /// The first byte.
     #[cfg(test)]
     #[inline(always)]

@@ -9,9 +9,10 @@
 //! the old one: a panic or an error there leaves the unread bytes where
 //! they were.
 
+use std::mem;
 use std::ptr::{self, NonNull};
 
-use super::FrameBuf;
+use super::{FrameBuf, lend};
 use crate::buffer::guard::PooledBuf;
 use crate::buffer::owned::OwnedPooledBuf;
 use crate::buffer::shared::PoolShared;
@@ -237,12 +238,16 @@ impl FrameBuf {
 
     /// Moves the unread bytes into `fresh` and writes into it from now on;
     /// the buffer left returns to the pool when the frames that hold it
-    /// drop.
-    fn refill(&mut self, fresh: OwnedPooledBuf) {
+    /// drop (a lent one: reclaimed now if none is alive, else theirs).
+    pub(super) fn refill(&mut self, fresh: OwnedPooledBuf) {
         let (from, unread) = (self.pos, self.len());
         debug_assert!(fresh.is_empty() && fresh.capacity() >= unread);
         let old_base = self.base;
         let old = self.buf.take();
+        // A lent buffer's share owns its allocation: kept until the copy
+        // is done, then the lending ends.
+        let old_root = mem::take(&mut self.root);
+        let lent = mem::replace(&mut self.lent, false);
         self.install(fresh);
         // `old_base[from..from + unread]` are the unread bytes of the old
         // buffer, initialized, and kept alive by `old` until the end of this
@@ -255,14 +260,18 @@ impl FrameBuf {
         }
         self.len = unread;
         self.copied += unread as u64;
-        drop(old);
+        if lent {
+            lend::end_lending(old_root, old);
+        } else {
+            drop(old);
+        }
     }
 
     /// If no frame split off the buffer is alive (and there is a buffer):
     /// moves the unread bytes to its front, if any were read before them
     /// (`BytesMut`'s reclaim), and returns `true`.
     pub(super) fn move_to_front(&mut self) -> bool {
-        if self.exclusive().is_none() {
+        if !self.alone() {
             return false;
         }
         if self.pos > 0 {

@@ -68,6 +68,9 @@ impl FrameBuf {
         if at == 0 {
             return Some(PooledBytes::new());
         }
+        if self.lent {
+            self.unlend();
+        }
         let buf = self.buf.clone()?;
         // SAFETY: `base[pos..pos + at]` is unread, so written (initialized)
         // and inside `buf`'s allocation; the reader writes it again only
@@ -82,11 +85,25 @@ impl FrameBuf {
     /// without a copy; the reader keeps the bytes after them. What
     /// `BytesMut::split_to` is, and like it:
     ///
-    /// The first split after a write *shares* every unread byte written so
-    /// far as one `Bytes` (one allocation, its owner), and the frames in it
-    /// are sliced from it by reference counting; so a decoder pays one
-    /// allocation per read that completes frames, however many.
-    /// [`split_to_pooled`](Self::split_to_pooled) pays none.
+    /// The first split off a buffer *lends* the whole buffer to one `Bytes`
+    /// (no copy), and every frame of the buffer is sliced from it by
+    /// reference counting: one allocation per buffer (the `Bytes`' shared
+    /// count), however many reads and frames; none at all while the reader
+    /// reuses the buffer in place once its frames have dropped. A frame
+    /// still alive when the reader lets the buffer go (a refill into a fresh
+    /// buffer, [`release_if_empty`](Self::release_if_empty), the reader's
+    /// drop) keeps the allocation, which then leaves the pool (counted as a
+    /// remove of its bucket) and is freed as the last such frame drops.
+    ///
+    /// Under a `memory_limit`, or for buffers aligned to more than a byte,
+    /// nothing leaves the pool: the first split after a write shares the
+    /// unread bytes written so far as one `Bytes` (one allocation per read
+    /// that completes frames), and the buffer returns to the pool when its
+    /// last frame drops. [`split_to_pooled`](Self::split_to_pooled) pays no
+    /// allocation and keeps every buffer in the pool, always; the first one
+    /// after `split_to` frames of a buffer that are still alive moves the
+    /// unread bytes to a fresh buffer (a copy, counted in
+    /// [`bytes_copied`](Self::bytes_copied)).
     ///
     /// # Panics
     ///
@@ -106,10 +123,30 @@ impl FrameBuf {
     /// let first = rx.as_ptr();
     /// let frame = rx.split_to(5);
     /// assert_eq!((&frame[..], frame.as_ptr()), (&b"hello"[..], first)); // no copy
+    /// rx.put_slice(b"world");
+    /// assert_eq!(&rx.split_to(5)[..], b"world"); // the same buffer, sliced
+    /// drop(rx); // `frame` keeps the buffer, which leaves the pool
+    /// assert_eq!((pool.stats().buckets[0].in_use, pool.stats().buckets[0].removes), (0, 1));
+    /// assert_eq!(&frame[..], b"hello");
+    /// ```
+    ///
+    /// Under a memory limit the buffer stays in the pool's books until its
+    /// last frame drops:
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use bytes::BufMut;
+    /// use recycler_core::buffer::{BufferPool, FrameBuf};
+    ///
+    /// let pool = Arc::new(BufferPool::builder().memory_limit(1 << 20).build()?);
+    /// let mut rx = FrameBuf::with_capacity(&pool, 100);
+    /// rx.put_slice(b"hello");
+    /// let frame = rx.split_to(5);
     /// drop(rx);
     /// assert_eq!(pool.stats().buckets[0].in_use, 1); // `frame` holds its buffer
     /// drop(frame);
     /// assert_eq!(pool.stats().buckets[0].in_use, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
     #[track_caller]
@@ -158,11 +195,31 @@ impl FrameBuf {
     #[cold]
     #[inline(never)]
     fn share(&mut self) {
+        if self.lend() {
+            return;
+        }
         let unread = self.len();
         self.root = self.split_to_pooled(unread).into_bytes();
         // The reader keeps the bytes: only the share moved on.
         self.pos -= unread;
         self.root_start = self.pos;
+    }
+
+    /// Ends a lending before a [`PooledBytes`] shares the buffer (its
+    /// `Buf` must own its allocation): reclaimed if no frame is alive, else
+    /// the unread bytes move to a fresh buffer (a refill, counted in
+    /// [`bytes_copied`](Self::bytes_copied)) and the frames keep the old
+    /// allocation.
+    #[cold]
+    #[inline(never)]
+    fn unlend(&mut self) {
+        if !self.reclaim() {
+            let fresh = self
+                .pool
+                .pool()
+                .acquire_owned(self.refill_capacity.max(self.len()));
+            self.refill(fresh);
+        }
     }
 
     /// All the unread bytes as [`Bytes`], sharing the pooled memory, without
