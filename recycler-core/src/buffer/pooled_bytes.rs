@@ -60,9 +60,11 @@ use crate::loom::Arc;
 /// view of it drops.
 ///
 /// Made by [`FrameBuf::split_to_pooled`](super::FrameBuf::split_to_pooled)
-/// without any allocation (a reference count), where
-/// [`FrameBuf::split_to`](super::FrameBuf::split_to)'s `Bytes` need one
-/// owner, allocated, per read that completes frames. Turn one into `Bytes`
+/// without any allocation (a reference count), keeping its buffer in the
+/// pool until the last view drops, where
+/// [`FrameBuf::split_to`](super::FrameBuf::split_to)'s `Bytes` cost one
+/// allocation per buffer (and, outliving the reader's hold on it, take it
+/// out of the pool; one allocation per read under a memory limit). Turn one into `Bytes`
 /// with [`into_bytes`](Self::into_bytes) (one allocation, no copy) where an
 /// API wants them.
 ///
