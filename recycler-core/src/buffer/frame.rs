@@ -113,6 +113,9 @@ pub struct FrameBuf {
     /// the reader's alone, and its `Buf` touches its allocation only once
     /// the lending ends.
     lent: bool,
+    /// Lent buffers a refill moved on from while frames held them
+    /// ([`lend::Retired`]).
+    retired: lend::Retired,
     /// The buffer written into, shared with the frames split off it; its
     /// length is stale (the reader's is the truth). `None`: no buffer.
     buf: Option<Arc<OwnedPooledBuf>>,
@@ -161,6 +164,7 @@ impl FrameBuf {
             root: Bytes::new(),
             root_start: 0,
             lent: false,
+            retired: lend::Retired::default(),
             buf: None,
             copied: 0,
             refill_capacity: buf.capacity(),
@@ -630,7 +634,8 @@ impl fmt::Debug for FrameBuf {
             .field(
                 "shared",
                 &(self.buf.as_ref().is_some_and(|b| Arc::strong_count(b) > 1)
-                    || (self.lent && !self.root.is_unique())),
+                    || (self.lent && !self.root.is_unique())
+                    || self.retired.any()),
             )
             .finish_non_exhaustive()
     }

@@ -22,11 +22,17 @@
 //!   `Vec` is taken back (`Vec::from(Bytes)`, which hands a unique `Bytes`'
 //!   own allocation back without copying: checked) and forgotten; the `Buf`
 //!   owns its allocation again, and returns to the pool as any buffer does.
-//! - **Given away**, when the reader lets the buffer go (a refill into a
-//!   fresh buffer, `release_if_empty`, its drop) while frames are alive:
-//!   the allocation stays with them, freed by `bytes` as the last drops;
-//!   the `Buf` forgets it and leaves the pool (a release and a remove),
-//!   its bytes off the ledger from then on.
+//! - **Given away**, when the reader lets the buffer go for good
+//!   (`release_if_empty`, its drop) while frames are alive: the
+//!   allocation stays with them, freed by `bytes` as the last drops; the
+//!   `Buf` forgets it and leaves the pool (a release and a remove), its
+//!   bytes off the ledger from then on.
+//!
+//! A refill into a fresh buffer while frames are alive *retires* the lent
+//! one instead ([`Retired`]): still lent, still in the pool's books, until
+//! its frames drop, and the next refill (before it takes a fresh buffer)
+//! reclaims it, so that a reader whose frames live a while reuses the same
+//! few buffers. Past [`RETIRED`] of them the oldest is given away.
 //!
 //! So a buffer is lent only where a `Vec<u8>` can own its allocation and
 //! the ledger need not follow it: alignment 1 (the pool's default) and no
@@ -118,8 +124,98 @@ impl FrameBuf {
         self.root_start = 0;
         let buf = self.buf.take();
         if mem::replace(&mut self.lent, false) {
-            end_lending(root, buf);
+            end_lending(root, sole(buf));
         }
+        self.retired.let_go();
+    }
+}
+
+/// Buffers retired at most (see [`Retired`]).
+pub(super) const RETIRED: usize = 4;
+
+/// A lent buffer the reader has moved on from: its `Bytes` and its guard.
+struct Lent {
+    root: Bytes,
+    buf: OwnedPooledBuf,
+}
+
+/// Lent buffers that a refill moved on from while `split_to` frames still
+/// held them, oldest first: still lent and in the pool's books until their
+/// frames drop; [`sweep`](Self::sweep) (each refill, before it takes a
+/// fresh buffer) then reclaims them, back to the pool. At most
+/// [`RETIRED`]: past that the oldest is given away to its frames.
+#[derive(Default)]
+pub(super) struct Retired([Option<Lent>; RETIRED]);
+
+impl Retired {
+    /// Retires `buf`, lent to `root`: reclaimed now if no frame holds it,
+    /// else kept (the oldest given away if all the places are taken).
+    pub(super) fn retire(&mut self, root: Bytes, buf: Option<Arc<OwnedPooledBuf>>) {
+        let mut lent = Lent {
+            root,
+            buf: sole(buf),
+        };
+        if unique(&lent.root) {
+            take_back(lent.root, &mut lent.buf);
+            return;
+        }
+        self.sweep();
+        if let Some(free) = self.0.iter_mut().find(|l| l.is_none()) {
+            *free = Some(lent);
+            return;
+        }
+        let oldest = self.0[0].take();
+        self.0.rotate_left(1);
+        self.0[RETIRED - 1] = Some(lent);
+        if let Some(oldest) = oldest {
+            end_lending(oldest.root, oldest.buf);
+        }
+    }
+
+    /// Reclaims every retired buffer whose frames have all dropped: back to
+    /// the pool. The rest keep their order.
+    pub(super) fn sweep(&mut self) {
+        for place in &mut self.0 {
+            if place.as_ref().is_some_and(|l| unique(&l.root))
+                && let Some(mut lent) = place.take()
+            {
+                take_back(lent.root, &mut lent.buf);
+            }
+        }
+        // The rest stay oldest first, packed at the front.
+        let mut next = 0;
+        for i in 0..RETIRED {
+            if self.0[i].is_some() {
+                self.0.swap(next, i);
+                next += 1;
+            }
+        }
+    }
+
+    /// Whether a retired buffer is still held by frames.
+    pub(super) fn any(&self) -> bool {
+        self.0.iter().any(Option::is_some)
+    }
+
+    /// Ends every retirement: reclaimed, or given away to the frames.
+    fn let_go(&mut self) {
+        for lent in self.0.iter_mut().filter_map(Option::take) {
+            end_lending(lent.root, lent.buf);
+        }
+    }
+}
+
+impl Drop for Retired {
+    fn drop(&mut self) {
+        self.let_go();
+    }
+}
+
+impl std::fmt::Debug for Retired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retired")
+            .field("held", &self.0.iter().flatten().count())
+            .finish()
     }
 }
 
@@ -137,14 +233,7 @@ impl Drop for FrameBuf {
 /// be alive: reclaimed into `buf` if `root` is unique (`buf` then returns
 /// to the pool as it drops), else given away to the frames (`buf`
 /// discarded, the allocation theirs).
-pub(super) fn end_lending(root: Bytes, buf: Option<Arc<OwnedPooledBuf>>) {
-    let Some(buf) = buf else {
-        debug_assert!(false, "a lent buffer is the reader's");
-        return;
-    };
-    let Ok(mut buf) = Arc::try_unwrap(buf) else {
-        unreachable!("a lent buffer is the reader's alone");
-    };
+fn end_lending(root: Bytes, mut buf: OwnedPooledBuf) {
     if unique(&root) {
         take_back(root, &mut buf);
         drop(buf);
@@ -153,6 +242,14 @@ pub(super) fn end_lending(root: Bytes, buf: Option<Arc<OwnedPooledBuf>>) {
         // meanwhile, `root` is the last `Bytes` and frees it.
         OwnedPooledBuf::discard_given_up(buf);
         drop(root);
+    }
+}
+
+/// The guard of a lent buffer, which only the reader holds.
+fn sole(buf: Option<Arc<OwnedPooledBuf>>) -> OwnedPooledBuf {
+    match buf.map(Arc::try_unwrap) {
+        Some(Ok(buf)) => buf,
+        _ => unreachable!("a lent buffer is the reader's alone"),
     }
 }
 

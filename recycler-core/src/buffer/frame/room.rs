@@ -12,7 +12,7 @@
 use std::mem;
 use std::ptr::{self, NonNull};
 
-use super::{FrameBuf, lend};
+use super::FrameBuf;
 use crate::buffer::guard::PooledBuf;
 use crate::buffer::owned::OwnedPooledBuf;
 use crate::buffer::shared::PoolShared;
@@ -81,6 +81,9 @@ impl FrameBuf {
                 self.grown();
             }
         } else {
+            // Buffers retired by earlier refills whose frames have dropped
+            // go back to the pool first, for this acquire to take.
+            self.retired.sweep();
             let fresh = self.pool.pool().acquire_owned(self.refill_size(additional));
             self.refill(fresh);
         }
@@ -261,7 +264,7 @@ impl FrameBuf {
         self.len = unread;
         self.copied += unread as u64;
         if lent {
-            lend::end_lending(old_root, old);
+            self.retired.retire(old_root, old);
         } else {
             drop(old);
         }

@@ -89,9 +89,12 @@ impl FrameBuf {
     /// (no copy), and every frame of the buffer is sliced from it by
     /// reference counting: one allocation per buffer (the `Bytes`' shared
     /// count), however many reads and frames; none at all while the reader
-    /// reuses the buffer in place once its frames have dropped. A frame
-    /// still alive when the reader lets the buffer go (a refill into a fresh
-    /// buffer, [`release_if_empty`](Self::release_if_empty), the reader's
+    /// reuses the buffer in place once its frames have dropped. A refill
+    /// into a fresh buffer while frames are alive retires the lent one: it
+    /// stays in the pool's books until they drop, and the next refill
+    /// reclaims it into the pool (at most four; past that the oldest is
+    /// let go as below). A frame still alive when the reader lets go for
+    /// good ([`release_if_empty`](Self::release_if_empty), the reader's
     /// drop) keeps the allocation, which then leaves the pool (counted as a
     /// remove of its bucket) and is freed as the last such frame drops.
     ///
@@ -214,6 +217,7 @@ impl FrameBuf {
     #[inline(never)]
     fn unlend(&mut self) {
         if !self.reclaim() {
+            self.retired.sweep();
             let fresh = self
                 .pool
                 .pool()

@@ -126,19 +126,14 @@ fn a_lent_buffer_whose_frames_outlive_the_reader_leaves_the_pool() {
     let b = pool.stats().buckets[0];
     assert_eq!(
         (b.acquires, b.removes, b.in_use),
-        (2, 1, 1),
-        "the old one left"
-    );
-    assert_eq!(
-        pool.stats().allocated_memory,
-        4096,
-        "and its bytes the books"
+        (2, 0, 2),
+        "the old one retired"
     );
     fill(&mut rx, 2, 4000);
     let tail = rx.split_to(4096);
     assert_eq!(&tail[..96], &[1; 96][..]);
     assert_eq!(&tail[96..], &[2; 4000][..]);
-    drop(rx); // `tail` keeps the second buffer: it leaves the pool too
+    drop(rx); // `head` and `tail` keep their buffers: both leave the pool
     assert!(
         head.iter().all(|&b| b == 1),
         "the first allocation is `head`'s"
@@ -230,4 +225,61 @@ fn aligned_buffers_are_shared_per_read() {
     );
     drop(a);
     assert_eq!(pool.stats().buckets[0].idle, 1);
+}
+
+#[test]
+fn a_retired_buffer_returns_to_the_pool_once_its_frames_drop() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    let first = rx.as_ptr();
+    fill(&mut rx, 1, 4096);
+    let head = rx.split_to(4000);
+    rx.reserve(200); // `head` is alive: the first buffer retires
+    let second = rx.as_ptr();
+    fill(&mut rx, 2, 4000);
+    let tail = rx.split_to(4096);
+    drop(head); // the first buffer's frames are gone; the second's are not
+    assert_eq!(
+        pool.stats().buckets[0].in_use,
+        2,
+        "retired: still in the books"
+    );
+    rx.reserve(1); // full: the second retires; the first is reclaimed and taken
+    assert_eq!(rx.capacity(), 4096);
+    rx.put_u8(3);
+    assert_eq!(rx.as_ptr(), first, "the same allocation, through the pool");
+    let b = pool.stats().buckets[0];
+    assert_eq!((b.acquires, b.removes, b.in_use), (3, 0, 2));
+    assert_eq!(pool.stats().allocated_memory, 8192, "no third buffer made");
+    drop(tail);
+    drop(rx); // the second, its frames gone: reclaimed into the pool
+    let s = pool.stats();
+    assert_eq!(
+        (s.buckets[0].in_use, s.buckets[0].idle, s.buckets[0].removes),
+        (0, 2, 0)
+    );
+    assert_ne!(second, first);
+}
+
+#[test]
+fn past_four_retired_buffers_the_oldest_is_given_away() {
+    let pool = Arc::new(BufferPool::new());
+    let mut rx = FrameBuf::with_capacity(&pool, 4096);
+    let mut held = Vec::new();
+    for round in 0..6u8 {
+        let room = rx.capacity() - rx.len();
+        fill(&mut rx, round, room);
+        held.push(rx.split_to(rx.len() - 10)); // keeps its buffer lent
+        rx.reserve(100); // full: a refill, the buffer retired
+    }
+    let b = pool.stats().buckets[0];
+    // Six buffers left behind: four retired, in the books; two given away.
+    assert_eq!((b.acquires, b.removes, b.in_use), (7, 2, 5));
+    for (round, frame) in held.iter().enumerate() {
+        assert_eq!(frame[frame.len() - 1], round as u8);
+    }
+    drop(held);
+    drop(rx);
+    let s = pool.stats();
+    assert_eq!((s.buckets[0].in_use, s.buckets[0].idle), (0, 5));
 }
