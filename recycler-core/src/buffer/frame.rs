@@ -198,8 +198,18 @@ impl FrameBuf {
     /// Makes `buf` the buffer written into, its written bytes the unread
     /// ones; lets the previous one go (it returns to the pool when the
     /// frames split off it have dropped).
-    fn install(&mut self, mut buf: OwnedPooledBuf) {
+    fn install(&mut self, buf: OwnedPooledBuf) {
+        self.buf = Some(Arc::new(buf));
+        self.installed();
+    }
+
+    /// Makes the buffer just put in `buf` (the reader's alone) the one
+    /// written into, as [`install`](Self::install).
+    fn installed(&mut self) {
         debug_assert!(!self.lent, "a lent buffer is let go first");
+        let Some(buf) = self.buf.as_mut().and_then(Arc::get_mut) else {
+            unreachable!("a buffer just installed is the reader's alone");
+        };
         self.base = NonNull::new(buf.as_mut_ptr()).unwrap_or(NonNull::dangling());
         self.pos = 0;
         self.len = buf.len();
@@ -207,7 +217,6 @@ impl FrameBuf {
         self.init = 0;
         self.root = Bytes::new();
         self.root_start = 0;
-        self.buf = Some(Arc::new(buf));
     }
 
     /// The buffer, if the reader's reference is the only one: no frame

@@ -28,11 +28,13 @@
 //!   `Buf` forgets it and leaves the pool (a release and a remove), its
 //!   bytes off the ledger from then on.
 //!
-//! A refill into a fresh buffer while frames are alive *retires* the lent
-//! one instead ([`Retired`]): still lent, still in the pool's books, until
-//! its frames drop, and the next refill (before it takes a fresh buffer)
-//! reclaims it, so that a reader whose frames live a while reuses the same
-//! few buffers. Past [`RETIRED`] of them the oldest is given away.
+//! A refill while frames are alive *retires* the lent buffer instead
+//! ([`Retired`]): still lent, still in the pool's books, until its frames
+//! drop; a later refill then writes into it again, still lent
+//! ([`FrameBuf::refill_retired`]: no allocation, no trip through the pool),
+//! and returns to the pool any other whose frames are gone, so that a
+//! reader whose frames live a while turns over the same few buffers. Past
+//! [`RETIRED`] of them the oldest is given away.
 //!
 //! So a buffer is lent only where a `Vec<u8>` can own its allocation and
 //! the ledger need not follow it: alignment 1 (the pool's default) and no
@@ -130,6 +132,50 @@ impl FrameBuf {
     }
 }
 
+impl FrameBuf {
+    /// Refills into a retired buffer whose frames have all dropped, if
+    /// there is one that holds the unread bytes and `additional` more,
+    /// rather than into a fresh one from the pool: the unread bytes move
+    /// there and the current buffer, whose frames are alive, retires in its
+    /// place. No allocation, no trip through the pool: the retired buffer
+    /// is still lent, its `Bytes` (and the count `bytes` made for it)
+    /// reused. Returns whether it did.
+    pub(super) fn refill_retired(&mut self, additional: usize) -> bool {
+        if !self.lent {
+            return false;
+        }
+        let unread = self.len();
+        let Some(next) = self.retired.take_unique(unread.saturating_add(additional)) else {
+            return false;
+        };
+        let Some(guard) = self.buf.as_mut().and_then(Arc::get_mut) else {
+            unreachable!("a lent buffer is the reader's alone");
+        };
+        let old_buf = mem::replace(guard, next.buf);
+        let old_root = mem::replace(&mut self.root, next.root);
+        let (old_base, from) = (self.base, self.pos);
+        // The pointer `bytes` keeps for the retired buffer, as `lend` took.
+        self.base = NonNull::new(self.root.as_ptr().cast_mut()).unwrap_or(self.base);
+        self.cap = self.root.len();
+        self.init = self.cap;
+        self.pos = 0;
+        self.root_start = 0;
+        // `old_base[from..from + unread]` are the unread bytes of the
+        // current buffer, initialized and kept alive by `old_root`;
+        // `base[..unread]` lies in the retired one (`cap >= unread`), whose
+        // frames have all dropped: the reader's alone.
+        // SAFETY: so both ranges are valid, and they do not overlap (two
+        // allocations).
+        unsafe {
+            std::ptr::copy_nonoverlapping(old_base.as_ptr().add(from), self.base.as_ptr(), unread);
+        }
+        self.len = unread;
+        self.copied += unread as u64;
+        self.retired.retire(old_root, old_buf);
+        true
+    }
+}
+
 /// Buffers retired at most (see [`Retired`]).
 pub(super) const RETIRED: usize = 4;
 
@@ -141,20 +187,18 @@ struct Lent {
 
 /// Lent buffers that a refill moved on from while `split_to` frames still
 /// held them, oldest first: still lent and in the pool's books until their
-/// frames drop; [`sweep`](Self::sweep) (each refill, before it takes a
-/// fresh buffer) then reclaims them, back to the pool. At most
-/// [`RETIRED`]: past that the oldest is given away to its frames.
+/// frames drop; then a refill writes into one again
+/// ([`FrameBuf::refill_retired`]) or [`sweep`](Self::sweep) reclaims them,
+/// back to the pool. At most [`RETIRED`]: past that the oldest is given
+/// away to its frames.
 #[derive(Default)]
 pub(super) struct Retired([Option<Lent>; RETIRED]);
 
 impl Retired {
     /// Retires `buf`, lent to `root`: reclaimed now if no frame holds it,
     /// else kept (the oldest given away if all the places are taken).
-    pub(super) fn retire(&mut self, root: Bytes, buf: Option<Arc<OwnedPooledBuf>>) {
-        let mut lent = Lent {
-            root,
-            buf: sole(buf),
-        };
+    pub(super) fn retire(&mut self, root: Bytes, buf: OwnedPooledBuf) {
+        let mut lent = Lent { root, buf };
         if unique(&lent.root) {
             take_back(lent.root, &mut lent.buf);
             return;
@@ -190,6 +234,18 @@ impl Retired {
                 next += 1;
             }
         }
+    }
+
+    /// Takes the oldest retired buffer whose frames have all dropped and
+    /// that holds `capacity` bytes, if any: the reader's to write into.
+    fn take_unique(&mut self, capacity: usize) -> Option<Lent> {
+        let place = self.0.iter_mut().find(|l| {
+            l.as_ref()
+                .is_some_and(|l| l.root.len() >= capacity && unique(&l.root))
+        })?;
+        let lent = place.take();
+        self.sweep();
+        lent
     }
 
     /// Whether a retired buffer is still held by frames.

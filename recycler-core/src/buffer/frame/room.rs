@@ -18,6 +18,7 @@ use crate::buffer::owned::OwnedPooledBuf;
 use crate::buffer::shared::PoolShared;
 use crate::buffer::wait::Acquire;
 use crate::error::AcquireError;
+use crate::loom::Arc;
 
 impl FrameBuf {
     /// Makes room for at least `additional` more bytes after the unread
@@ -80,7 +81,7 @@ impl FrameBuf {
                 buf.reserve(additional);
                 self.grown();
             }
-        } else {
+        } else if !self.refill_retired(additional) {
             // Buffers retired by earlier refills whose frames have dropped
             // go back to the pool first, for this acquire to take.
             self.retired.sweep();
@@ -246,12 +247,24 @@ impl FrameBuf {
         let (from, unread) = (self.pos, self.len());
         debug_assert!(fresh.is_empty() && fresh.capacity() >= unread);
         let old_base = self.base;
-        let old = self.buf.take();
         // A lent buffer's share owns its allocation: kept until the copy
-        // is done, then the lending ends.
+        // is done, then the buffer retires.
         let old_root = mem::take(&mut self.root);
         let lent = mem::replace(&mut self.lent, false);
-        self.install(fresh);
+        let old = match self.buf.as_mut().and_then(Arc::get_mut) {
+            // A lent buffer's guard is the reader's alone: the fresh one
+            // takes its place in the same `Arc`, which costs no allocation.
+            Some(arc) if lent => {
+                let old = mem::replace(arc, fresh);
+                self.installed();
+                Err(old)
+            }
+            _ => {
+                let old = self.buf.take();
+                self.install(fresh);
+                Ok(old)
+            }
+        };
         // `old_base[from..from + unread]` are the unread bytes of the old
         // buffer, initialized, and kept alive by `old` until the end of this
         // function; `base[..unread]` is the new buffer's (empty, `capacity
@@ -263,10 +276,9 @@ impl FrameBuf {
         }
         self.len = unread;
         self.copied += unread as u64;
-        if lent {
-            self.retired.retire(old_root, old);
-        } else {
-            drop(old);
+        match old {
+            Err(lent) => self.retired.retire(old_root, lent),
+            Ok(shared) => drop(shared),
         }
     }
 

@@ -91,9 +91,9 @@ impl FrameBuf {
     /// count), however many reads and frames; none at all while the reader
     /// reuses the buffer in place once its frames have dropped. A refill
     /// into a fresh buffer while frames are alive retires the lent one: it
-    /// stays in the pool's books until they drop, and the next refill
-    /// reclaims it into the pool (at most four; past that the oldest is
-    /// let go as below). A frame still alive when the reader lets go for
+    /// stays in the pool's books until they drop, and a later refill writes
+    /// into it again (at most four retired; past that the oldest is let go
+    /// as below). A frame still alive when the reader lets go for
     /// good ([`release_if_empty`](Self::release_if_empty), the reader's
     /// drop) keeps the allocation, which then leaves the pool (counted as a
     /// remove of its bucket) and is freed as the last such frame drops.
