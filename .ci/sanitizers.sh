@@ -31,7 +31,7 @@ export RUSTC_BOOTSTRAP=1
 export RUSTFLAGS="-Zsanitizer=address"
 export RUSTDOCFLAGS="-Zsanitizer=address"
 export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=0"
-TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_codec buffer_fit buffer_limit buffer_liveness buffer_bucket_cap guard_fit buffer_stress striped decay steal buffer_reuse stress percpu)
+TESTS=(pool thread_exit teardown idle_cap handoff faults guard_traits buffer buffer_async buffer_codec frame_model buffer_fit buffer_limit buffer_liveness buffer_bucket_cap guard_fit buffer_stress striped decay steal buffer_reuse stress percpu)
 args=()
 for t in "${TESTS[@]}"; do args+=(--test "$t"); done
 cargo test -p recycler-tests --target "$target" \
