@@ -71,11 +71,11 @@ impl FrameBuf {
         // invariants), and within the capacity.
         unsafe { buf.set_len(written) };
         let first = buf.init_to(cap);
-        // SAFETY: `first[..cap]` is the buffer's whole allocation, made by
-        // the global allocator with `cap` bytes and alignment 1 (as a
-        // `Vec<u8>`'s; `cap > 0`), all of it initialized now; the `Buf`
-        // keeps its pointer but neither reads, writes nor frees it until the
-        // lending ends (the module docs).
+        // `first[..cap]` is the buffer's whole allocation, made by the global
+        // allocator with `cap` bytes and alignment 1 (`cap > 0`), and all of
+        // it is initialized now. The `Buf` keeps its pointer but neither
+        // reads, writes nor frees it until the lending ends (module docs).
+        // SAFETY: so it is a `Vec<u8>`'s allocation, owned by the `Vec` alone.
         let whole = unsafe { Vec::from_raw_parts(first, cap, cap) };
         self.root = Bytes::from(whole);
         self.root_start = 0;

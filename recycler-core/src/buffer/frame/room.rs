@@ -291,7 +291,7 @@ impl FrameBuf {
         }
         if self.pos > 0 {
             let unread = self.len();
-            // SAFETY: no frame of the buffer is alive (`exclusive`), so no
+            // SAFETY: no frame of the buffer is alive (`alone`), so no
             // `&[u8]` or `PooledBytes` reads it and its bytes may move;
             // `base[pos..len]` and `base[..unread]` lie in it (`ptr::copy`
             // allows the overlap).
